@@ -6,8 +6,9 @@ for one XLA program, vmap it for many seeds, hyperparameters or ES candidates.
 
 __version__ = "0.1.0"
 
-from purerl import compile_cache  # noqa: E402
+from purerl import compile_cache, host_devices  # noqa: E402
 
+host_devices.enable_default()
 compile_cache.enable_default()
 
 from purerl.algos.ppo import PPO, TrainResult, make_train  # noqa: E402

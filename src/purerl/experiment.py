@@ -128,7 +128,7 @@ def run(
     barrier("purerl-train-started")
 
     n = len(members)
-    placement = Placement()
+    placement = Placement.for_members(n)
     init_fn, run_fn = vmapped(train, placement)
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
     meta_params = spec.meta_params()

@@ -81,8 +81,6 @@ def make_members(seeds: list[int], base: HyperParams, grid: dict[str, list[float
     return Members(tuple(member_seeds), hyperparams, tuple(grid))
 
 
-
-
 class Placement:
     """Where a population's members live: their leading axis split over all devices (all processes)."""
 
@@ -91,6 +89,12 @@ class Placement:
         self.mesh = Mesh(np.array(self.devices), ("members",))
         self.sharding = NamedSharding(self.mesh, PartitionSpec("members"))
         self.replicated = NamedSharding(self.mesh, PartitionSpec())
+
+    @classmethod
+    def for_members(cls, n: int) -> Placement:
+        """All devices, but in a single process never more devices than members (no idle padded copies)."""
+        devices = jax.devices()
+        return cls(devices if jax.process_count() > 1 else devices[:max(1, min(n, len(devices)))])
 
     @property
     def num_devices(self) -> int:

@@ -196,19 +196,19 @@ def _task_section(record: dict) -> list[str]:
         "",
         f"`{record.get('command', 'purerl bench')}`",
         "",
-        "| system | seeds | cold compile s | warm-cache compile s | new process to training s | run s | "
+        "| system | seeds | devices | cold compile s | warm-cache compile s | new process to training s | run s | "
         "env steps/s | agents/hour | peak RSS MB | final return |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in record["rows"]:
         for system in ["purerl", *peer_names]:
             r = row[system]
             if r.get("error"):
-                lines.append(f"| {system} | {row['seeds']} | could not run: {r['error']} |||||||| ")
+                lines.append(f"| {system} | {row['seeds']} | could not run: {r['error']} ||||||||| ")
                 continue
             note = f" (extrapolated from {r['measured_seeds']})" if r.get("extrapolated") else ""
             lines.append(
-                f"| {system}{note} | {row['seeds']} | {_fmt(r.get('compile_s'), '.2f')} | "
+                f"| {system}{note} | {row['seeds']} | {r.get('devices', 1)} | {_fmt(r.get('compile_s'), '.2f')} | "
                 f"{_fmt(r.get('warm_compile_s'), '.2f')} | {_fmt(r.get('warm_process_start_to_ready_s'), '.2f')} | "
                 f"{_fmt(r.get('run_s'), '.1f')} | {_fmt(r.get('env_steps_per_s'))} | {_fmt(r.get('agents_per_hour'))} | "
                 f"{_fmt(r.get('peak_rss_mb'))} | {_fmt(r.get('final_return'), '.1f')} |"
@@ -252,16 +252,18 @@ def _devices_section(record: dict) -> list[str]:
 def _floor_section(records: list[dict]) -> list[str]:
     lines = ["## How far from the hardware floor", "",
              "FLOPs per update come from XLA's cost analysis of the compiled update; the floor is a 2048x2048 "
-             "float32 matmul timed in the same process. Rollout and learning time are per env step.", "",
-             "| task | seeds | FLOPs/update | achieved FLOP/s | matmul FLOP/s | fraction | rollout us/step | "
-             "learn us/step |", "|---|---|---|---|---|---|---|---|"]
+             "float32 matmul timed in the same process (it uses every core). Rollout and learning time are per env "
+             "step of one device's share of the seeds, timed alone; with several devices the shares run in parallel.",
+             "", "| task | seeds | devices | FLOPs/update | achieved FLOP/s | matmul FLOP/s | fraction | rollout us/step | "
+             "learn us/step |", "|---|---|---|---|---|---|---|---|---|"]
     for record in records:
         for row in record["rows"]:
             r = row["purerl"]
             if r.get("error") or "flops_per_update" not in r:
                 continue
             lines.append(
-                f"| {record['task']} | {row['seeds']} | {r['flops_per_update']:.3g} | {r['achieved_flops_per_s']:.3g} | "
+                f"| {record['task']} | {row['seeds']} | {r.get('floor_devices', 1)} | {r['flops_per_update']:.3g} | "
+                f"{r['achieved_flops_per_s']:.3g} | "
                 f"{r['matmul_flops_per_s']:.3g} | {r['fraction_of_matmul_floor']:.2%} | "
                 f"{r['rollout_us_per_env_step']:.2f} | {r['learn_us_per_env_step']:.2f} |")
     return lines + [""]

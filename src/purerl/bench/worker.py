@@ -45,7 +45,7 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
     config, hp = task_config(task, total_timesteps)
     train = make_train(config)
     members = make_members(list(range(seeds)), hp)
-    placement = Placement()  # the seed axis sharded over every device, as `purerl train` does
+    placement = Placement.for_members(seeds)  # the seed axis sharded over the devices, as `purerl train` does
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
     program = jax.jit(jax.vmap(train), in_shardings=(placement.sharding,) * 2, out_shardings=placement.sharding)
     tick = time.perf_counter()
@@ -76,13 +76,19 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
         "devices": jax.device_count(),
         "backend": jax.default_backend(),
     }
-    if floor and placement.num_devices == 1:
-        result.update(floor_analysis(train, keys, hps, config, seeds, run_s))
+    if floor:
+        per_device = placement.padded(seeds) // placement.num_devices
+        host_hps = jax.tree.map(lambda x: x[:per_device], members.hyperparams.as_arrays())
+        result.update(floor_analysis(train, members.keys()[:per_device], host_hps, config, placement.num_devices, run_s))
     return result
 
 
-def floor_analysis(train, keys, hps, config, seeds: int, run_s: float) -> dict:
-    """FLOPs of one update from XLA's cost analysis, the machine's matmul FLOP/s, and rollout vs learn time."""
+def floor_analysis(train, keys, hps, config, devices: int, run_s: float) -> dict:
+    """FLOPs of one update from XLA's cost analysis, the machine's matmul FLOP/s, and rollout vs learn time.
+
+    `keys` and `hps` are one device's share of the members; every device runs the same
+    program, so the population's FLOPs are `devices` times that share's.
+    """
     import jax
     import jax.numpy as jnp
 
@@ -91,7 +97,7 @@ def floor_analysis(train, keys, hps, config, seeds: int, run_s: float) -> dict:
     rollout = jax.jit(jax.vmap(lambda s, h: train.rollout(s, h)[0])).lower(state, hps).compile()
     cost = update.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
-    flops_per_update = float(cost.get("flops", 0.0))
+    flops_per_update = float(cost.get("flops", 0.0)) * devices
 
     def timed(fn, *args, repeats=20):
         jax.block_until_ready(fn(*args))
@@ -108,8 +114,9 @@ def floor_analysis(train, keys, hps, config, seeds: int, run_s: float) -> dict:
     matmul = jax.jit(lambda x: x @ x)
     matmul_flops = 2 * n**3 / timed(matmul, a, repeats=10)
     achieved = flops_per_update * config.num_updates / run_s
-    steps_per_update = config.batch_size * seeds
+    steps_per_update = config.batch_size * keys.shape[0]
     return {
+        "floor_devices": devices,
         "flops_per_update": flops_per_update,
         "achieved_flops_per_s": achieved,
         "matmul_flops_per_s": matmul_flops,
