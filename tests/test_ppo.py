@@ -43,7 +43,7 @@ def test_advantage_targets_bootstrap_on_truncation_not_termination(terminate_at)
     hp = HyperParams(gamma=0.9, gae_lambda=0.8).as_arrays()
     state = train.init(jax.random.PRNGKey(0), hp)
     _, traj = train.rollout(state, hp)
-    values, advantages, targets = train.advantages(state.params, traj, hp)
+    values, advantages, targets = train.advantages(state.params, traj, (), hp)
 
     V = lambda t: float(train.network.apply(state.params, jnp.array([t, 1.0]), method="value"))  # noqa: E731
     episode_len = terminate_at or limit

@@ -1,14 +1,30 @@
 """Actor-critic networks (flax.linen).
 
-The actor and critic are separate MLPs, as in CleanRL and PureJaxRL, with
+The actor and critic are separate networks, as in CleanRL and PureJaxRL, with
 orthogonal initialisation: gain sqrt(2) on hidden layers, 0.01 on the policy
 head (a near-uniform initial policy) and 1.0 on the value head.
+
+PPO talks to every network through one sequence contract, so a recurrent core
+plugs in without a branch in `ppo.py`:
+
+- `initial_carry(n)`: the memory of n fresh environments (`()` without memory);
+- `step(carry, obs, reset) -> (carry, policy)`: one action step; `reset` marks
+  observations that begin an episode, where the memory is zeroed first;
+- `unroll(carry, obs, resets) -> (carries, policy, value)` over time-major
+  `[T, N, ...]` inputs, `carries[t]` being the memory after step t;
+- `bootstrap_value(carries, obs)`: the value of `obs` reached from `carries`
+  (a truncated episode's final observation);
+- `recurrent`: whether minibatches must keep whole sequences.
+
+Networks without memory get all of it from `FeedForward`, given `policy(obs)`
+and `value(obs)`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import flax.linen as nn
 import jax
@@ -38,7 +54,25 @@ class MLP(nn.Module):
         return _dense(self.out_features, self.out_gain)(x)
 
 
-class ActorCritic(nn.Module):
+class FeedForward:
+    """The sequence contract for a network without memory (the carry is `()`)."""
+
+    recurrent: ClassVar[bool] = False
+
+    def initial_carry(self, num_envs: int):
+        return ()
+
+    def step(self, carry, obs, reset):
+        return carry, self.policy(obs)
+
+    def unroll(self, carry, obs, resets):
+        return carry, self.policy(obs), self.value(obs)
+
+    def bootstrap_value(self, carries, obs):
+        return self.value(obs)
+
+
+class ActorCritic(FeedForward, nn.Module):
     """`policy(obs)` gives a distribution and `value(obs)` a scalar; `__call__` gives both."""
 
     action_space: ActionSpace
@@ -64,6 +98,104 @@ class ActorCritic(nn.Module):
 
     def __call__(self, obs):
         return self.policy(obs), self.value(obs)
+
+
+class GridEncoder(nn.Module):
+    """Two 3x3 convolutions with wrap-around padding (grids on a torus), then a dense layer."""
+
+    channels: int
+    features: int
+
+    @nn.compact
+    def __call__(self, grid):
+        x = grid
+        for _ in range(2):
+            x = nn.relu(nn.Conv(self.channels, (3, 3), padding="CIRCULAR")(x))
+        return nn.relu(nn.Dense(self.features)(x.reshape(x.shape[:-3] + (-1,))))
+
+
+class ConvActorCritic(FeedForward, nn.Module):
+    """Separate conv actor and critic for small grid observations [..., H, W, C] (discrete actions)."""
+
+    action_space: ActionSpace
+    channels: int = 2
+    features: int = 8
+
+    def setup(self):
+        self.actor = nn.Sequential([GridEncoder(self.channels, self.features),
+                                    _dense(self.action_space.num_actions, 0.01)])
+        self.critic = nn.Sequential([GridEncoder(self.channels, self.features), _dense(1, 1.0)])
+
+    def policy(self, obs):
+        return Categorical(self.actor(obs))
+
+    def value(self, obs):
+        return self.critic(obs)[..., 0]
+
+    def __call__(self, obs):
+        return self.policy(obs), self.value(obs)
+
+
+class ResetGRU(nn.Module):
+    """A GRU cell whose memory is zeroed where an episode begins; returns (carry, carry)."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, carry, inputs):
+        x, reset = inputs
+        carry = jnp.where(reset[..., None], jnp.zeros_like(carry), carry)
+        carry, _ = nn.GRUCell(self.features)(carry, x)
+        return carry, carry
+
+
+def _scan_gru(cell: ResetGRU, carry, xs):
+    """Run `cell` over time-major inputs with the same parameters at every step."""
+    scan = nn.scan(lambda module, c, x: module(c, x), variable_broadcast="params", split_rngs={"params": False})
+    return scan(cell, carry, xs)
+
+
+class ConvGRUActorCritic(nn.Module):
+    """Conv encoder + GRU for the actor and for the critic (the M-FOS coin-game agent).
+
+    The memory runs through a whole episode, so in a meta-episode of many inner
+    episodes the agent can condition on what the opponent did before.
+    """
+
+    action_space: ActionSpace
+    channels: int = 16
+    features: int = 16
+    recurrent: ClassVar[bool] = True
+
+    def setup(self):
+        self.encoders = [GridEncoder(self.channels, self.features) for _ in range(2)]
+        self.cores = [ResetGRU(self.features) for _ in range(2)]
+        self.actor_head = _dense(self.action_space.num_actions, 0.01)
+        self.critic_head = _dense(1, 1.0)
+
+    def initial_carry(self, num_envs: int):
+        return (jnp.zeros((num_envs, self.features)),) * 2
+
+    def step(self, carry, obs, reset):
+        carry = tuple(core(h, (encoder(obs), reset))[0] for core, encoder, h in zip(self.cores, self.encoders, carry))
+        return carry, Categorical(self.actor_head(nn.relu(carry[0])))
+
+    def unroll(self, carry, obs, resets):
+        carries = tuple(_scan_gru(core, h, (encoder(obs), resets))[1]
+                        for core, encoder, h in zip(self.cores, self.encoders, carry))
+        return carries, Categorical(self.actor_head(nn.relu(carries[0]))), self._value(carries[1])
+
+    def bootstrap_value(self, carries, obs):
+        h, _ = self.cores[1](carries[1], (self.encoders[1](obs), jnp.zeros(obs.shape[:-3], bool)))
+        return self._value(h)
+
+    def _value(self, h):
+        return self.critic_head(nn.relu(h))[..., 0]
+
+    def __call__(self, obs):
+        """Touch every parameter once (for `init`), from one unbatched observation."""
+        carry, pi = self.step(self.initial_carry(1), obs[None], jnp.ones((1,), bool))
+        return pi, self.bootstrap_value(carry, obs[None])
 
 
 def init_params(network: ActorCritic, key: jax.Array, observation_shape: tuple[int, ...]):

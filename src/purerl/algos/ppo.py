@@ -8,7 +8,9 @@ all live inside one `lax` loop, so `jax.jit(train)` is a single XLA program and
 Variants plug in through hooks: `objective` for the policy and `value_loss` for
 the critic (see `objectives.py`), and `observe` for what the agent sees (an
 adversary's cheap-talk messages, see `envs/cheap_talk.py`). Each hook receives
-the run's `meta_params`. This file has no per-variant branches.
+the run's `meta_params`. The network is a hook too: anything with the sequence
+contract of `nets.py`, with or without memory (a GRU core keeps whole sequences
+in its minibatches). This file has no per-variant branches.
 
 Time limits: the value is bootstrapped from the final observation of a
 truncated episode, and not after a real termination.
@@ -24,7 +26,7 @@ import optax
 
 from purerl import envs
 from purerl.algos.objectives import clipped_l2, ppo_clip
-from purerl.config import HyperParams, PPOConfig
+from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.wrappers import IdentityObs, IdentityReward, ObsNormalizer, RewardNormalizer
 from purerl.nets import ActorCritic, init_params
 
@@ -48,6 +50,8 @@ class RunnerState(NamedTuple):
     opt_state: Any
     env_state: Any
     obs: jax.Array  # normalised observation of every env, to act on next
+    reset: jax.Array  # [num_envs] `obs` begins an episode (a recurrent network zeroes its memory)
+    carry: Any  # the network's memory of every env (`()` without memory)
     obs_stats: Any  # observation normaliser statistics (None when off)
     reward_stats: Any  # reward normaliser state (None when off)
     key: jax.Array
@@ -61,6 +65,7 @@ class TrainResult(NamedTuple):
 
 class Transition(NamedTuple):
     obs: jax.Array
+    reset: jax.Array  # obs begins an episode
     action: jax.Array
     log_prob: jax.Array
     reward: jax.Array  # normalised if reward normalisation is on
@@ -73,7 +78,11 @@ class Transition(NamedTuple):
 
 
 class Batch(NamedTuple):
+    """Time-major sequences [T, N, ...] and the network memory `carry` [N, ...] they start from."""
+
+    carry: Any
     obs: jax.Array
+    reset: jax.Array
     action: jax.Array
     log_prob: jax.Array
     value: jax.Array
@@ -85,7 +94,7 @@ class PPO:
     """Built once per static config; calling it runs a whole training run."""
 
     def __init__(self, config: PPOConfig, env: envs.Env | None = None, objective=ppo_clip, value_loss=clipped_l2,
-                 observe=None):
+                 observe=None, network=None):
         config.validate()
         self.config = config
         self.env = env if env is not None else envs.make(config.env)
@@ -93,7 +102,10 @@ class PPO:
         self.value_loss = value_loss
         self.observe = observe if observe is not None else FullObservation()
         self.observation_shape = self.observe.shape(self.env.observation_shape)
-        self.network = ActorCritic(self.env.action_space, tuple(config.hidden_sizes), config.activation)
+        self.network = network if network is not None else ActorCritic(self.env.action_space, tuple(config.hidden_sizes), config.activation)
+        if self.network.recurrent and config.num_envs % config.num_minibatches:
+            raise ConfigError(f"a recurrent network keeps whole sequences in a minibatch: num-envs={config.num_envs} "
+                              f"is not divisible by num-minibatches={config.num_minibatches}")
         self.obs_norm = ObsNormalizer(self.observation_shape) if config.normalize_obs else IdentityObs()
         self.reward_norm = RewardNormalizer(config.num_envs) if config.normalize_reward else IdentityReward()
 
@@ -120,7 +132,7 @@ class PPO:
         param_key, reset_key, key = jax.random.split(key, 3)
         params = init_params(self.network, param_key, self.observation_shape)
         opt_state = self.optimizer(hp).init(params)
-        env_obs, env_state = jax.vmap(self.env.reset)(jax.random.split(reset_key, cfg.num_envs))
+        env_obs, env_state = self.env.reset_batch(jax.random.split(reset_key, cfg.num_envs))
         raw_obs = self.observe(env_obs, meta_params)
         obs_stats = self.obs_norm.update(self.obs_norm.init(), raw_obs)
         metrics = {name: jnp.full((cfg.num_updates,), jnp.nan, jnp.float32) for name in METRICS}
@@ -129,6 +141,8 @@ class PPO:
             opt_state=opt_state,
             env_state=env_state,
             obs=self.obs_norm.normalize(obs_stats, raw_obs),
+            reset=jnp.ones(cfg.num_envs, bool),
+            carry=self.network.initial_carry(cfg.num_envs),
             obs_stats=obs_stats,
             reward_stats=self.reward_norm.init(),
             key=key,
@@ -140,13 +154,13 @@ class PPO:
         """`num_steps` steps of every env under the current policy."""
 
         def env_step(carry, _):
-            env_state, obs, obs_stats, reward_stats, key = carry
+            env_state, obs, reset, memory, obs_stats, reward_stats, key = carry
             key, action_key, step_key = jax.random.split(key, 3)
-            pi = self.network.apply(state.params, obs, method=ActorCritic.policy)
+            memory, pi = self.network.apply(state.params, memory, obs, reset, method="step")
             action = pi.sample(action_key)
             log_prob = pi.log_prob(action)
             step_keys = jax.random.split(step_key, self.config.num_envs)
-            env_state, ts = jax.vmap(self.env.step)(step_keys, env_state, action)
+            env_state, ts = self.env.step_batch(step_keys, env_state, action)
             seen_obs = self.observe(ts.obs, meta_params)
             obs_stats = self.obs_norm.update(obs_stats, seen_obs)
             next_obs = self.obs_norm.normalize(obs_stats, seen_obs)
@@ -155,6 +169,7 @@ class PPO:
             done = ts.done
             transition = Transition(
                 obs=obs,
+                reset=reset,
                 action=action,
                 log_prob=log_prob,
                 reward=reward,
@@ -165,23 +180,24 @@ class PPO:
                 episode_return=ts.info["episode_return"],
                 episode_length=ts.info["episode_length"],
             )
-            return (env_state, next_obs, obs_stats, reward_stats, key), transition
+            return (env_state, next_obs, done, memory, obs_stats, reward_stats, key), transition
 
-        carry = (state.env_state, state.obs, state.obs_stats, state.reward_stats, state.key)
+        carry = (state.env_state, state.obs, state.reset, state.carry, state.obs_stats, state.reward_stats, state.key)
         carry, trajectory = jax.lax.scan(env_step, carry, None, length=self.config.num_steps)
-        env_state, obs, obs_stats, reward_stats, key = carry
-        state = state._replace(env_state=env_state, obs=obs, obs_stats=obs_stats, reward_stats=reward_stats, key=key)
+        env_state, obs, reset, memory, obs_stats, reward_stats, key = carry
+        state = state._replace(env_state=env_state, obs=obs, reset=reset, carry=memory, obs_stats=obs_stats,
+                               reward_stats=reward_stats, key=key)
         return state, trajectory
 
     # ------------------------------------------------------------------- GAE
-    def advantages(self, params, trajectory: Transition, hp: HyperParams) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """(values, advantages, targets), each [num_steps, num_envs].
+    def advantages(self, params, trajectory: Transition, carry, hp: HyperParams) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """(values, advantages, targets), each [num_steps, num_envs], for a rollout begun from memory `carry`.
 
         The next-state value comes from `bootstrap_obs`, so a truncated step
         bootstraps from its final observation and a terminated one from zero.
         """
-        values = self.network.apply(params, trajectory.obs, method=ActorCritic.value)
-        next_values = self.network.apply(params, trajectory.bootstrap_obs, method=ActorCritic.value)
+        carries, _, values = self.network.apply(params, carry, trajectory.obs, trajectory.reset, method="unroll")
+        next_values = self.network.apply(params, carries, trajectory.bootstrap_obs, method="bootstrap_value")
         advantages = gae(
             trajectory.reward, values, next_values, trajectory.terminated, trajectory.done, hp.gamma, hp.gae_lambda
         )
@@ -189,7 +205,7 @@ class PPO:
 
     # ---------------------------------------------------------------- update
     def loss(self, params, batch: Batch, meta_params, hp: HyperParams):
-        pi, value = self.network.apply(params, batch.obs)
+        _, pi, value = self.network.apply(params, batch.carry, batch.obs, batch.reset, method="unroll")
         log_prob = pi.log_prob(batch.action)
         log_ratio = log_prob - batch.log_prob
         ratio = jnp.exp(log_ratio)
@@ -210,7 +226,7 @@ class PPO:
         return total, stats
 
     def learn(self, state: RunnerState, batch: Batch, meta_params, hp: HyperParams):
-        """`update_epochs` passes over the batch in shuffled minibatches."""
+        """`update_epochs` passes over the batch in shuffled minibatches of its sequences (axis 1)."""
         cfg = self.config
         optimizer = self.optimizer(hp)
         grad_fn = jax.grad(self.loss, has_aux=True)
@@ -224,10 +240,16 @@ class PPO:
         def epoch(carry, _):
             params, opt_state, key = carry
             key, perm_key = jax.random.split(key)
-            permutation = jax.random.permutation(perm_key, cfg.batch_size)
-            minibatches = jax.tree.map(
-                lambda x: x[permutation].reshape((cfg.num_minibatches, cfg.minibatch_size) + x.shape[1:]), batch
-            )
+            permutation = jax.random.permutation(perm_key, batch.obs.shape[1])
+
+            def split(x, axis):  # shuffle the sequence axis, cut it into num_minibatches, minibatch axis first
+                x = jnp.take(x, permutation, axis=axis)
+                x = x.reshape(x.shape[:axis] + (cfg.num_minibatches, -1) + x.shape[axis + 1:])
+                return jnp.moveaxis(x, axis, 0)
+
+            sequences = batch._replace(carry=None)
+            minibatches = jax.tree.map(lambda x: split(x, 1), sequences)._replace(
+                carry=jax.tree.map(lambda x: split(x, 0), batch.carry))
             (params, opt_state), stats = jax.lax.scan(minibatch_step, (params, opt_state), minibatches)
             return (params, opt_state, key), stats
 
@@ -236,20 +258,20 @@ class PPO:
         state = state._replace(params=params, opt_state=opt_state, key=key)
         return state, jax.tree.map(jnp.mean, stats)
 
+    def learn_from(self, state: RunnerState, trajectory: Transition, carry, meta_params, hp: HyperParams):
+        """Advantages, then `learn`, on a rollout that began from network memory `carry`."""
+        values, advantages, targets = self.advantages(state.params, trajectory, carry, hp)
+        batch = Batch(carry, trajectory.obs, trajectory.reset, trajectory.action, trajectory.log_prob, values,
+                      advantages, targets)
+        if not self.network.recurrent:  # samples, not sequences: shuffle all T x N of them (CleanRL)
+            batch = jax.tree.map(lambda x: x.reshape((1, -1) + x.shape[2:]), batch)
+        return self.learn(state, batch, meta_params, hp)
+
     def update(self, index: jax.Array, state: RunnerState, hp: HyperParams, meta_params) -> RunnerState:
         """One PPO update: rollout, GAE, learning, and metric row `index`."""
+        start_carry = state.carry
         state, trajectory = self.rollout(state, hp, meta_params)
-        values, advantages, targets = self.advantages(state.params, trajectory, hp)
-        flat = lambda x: x.reshape((self.config.batch_size,) + x.shape[2:])  # noqa: E731
-        batch = Batch(
-            obs=flat(trajectory.obs),
-            action=flat(trajectory.action),
-            log_prob=flat(trajectory.log_prob),
-            value=flat(values),
-            advantage=flat(advantages),
-            target=flat(targets),
-        )
-        state, stats = self.learn(state, batch, meta_params, hp)
+        state, stats = self.learn_from(state, trajectory, start_carry, meta_params, hp)
 
         ended = trajectory.episode_done.astype(jnp.float32)
         episodes = ended.sum()
@@ -276,8 +298,11 @@ class PPO:
 
     # ---------------------------------------------------------------- acting
     def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
-        """Action for an observation as the agent sees it (after `observe`): greedy without a key, sampled with one."""
-        pi = self.network.apply(params, self.obs_norm.normalize(obs_stats, raw_obs), method=ActorCritic.policy)
+        """Action for an observation as the agent sees it (after `observe`): greedy without a key, sampled with one.
+
+        For networks without memory (`policy(obs)`), as saved policies are.
+        """
+        pi = self.network.apply(params, self.obs_norm.normalize(obs_stats, raw_obs), method="policy")
         return pi.mode() if key is None else pi.sample(key)
 
 
@@ -316,6 +341,6 @@ def _expand_like(flag: jax.Array, x: jax.Array) -> jax.Array:
 
 
 def make_train(config: PPOConfig, env: envs.Env | None = None, objective=ppo_clip, value_loss=clipped_l2,
-               observe=None) -> PPO:
+               observe=None, network=None) -> PPO:
     """Build the train function for a static config: `train(key, hp, meta_params=None)`."""
-    return PPO(config, env=env, objective=objective, value_loss=value_loss, observe=observe)
+    return PPO(config, env=env, objective=objective, value_loss=value_loss, observe=observe, network=network)

@@ -61,6 +61,15 @@ class Env:
     def step(self, key: jax.Array, state: Any, action: jax.Array) -> tuple[Any, Timestep]:
         raise NotImplementedError
 
+    # A learner steps all its environments at once through these two. They vmap the
+    # single-env methods; an env whose instances interact (an opponent that learns
+    # from every board at once) overrides them instead.
+    def reset_batch(self, keys: jax.Array) -> tuple[jax.Array, Any]:
+        return jax.vmap(self.reset)(keys)
+
+    def step_batch(self, keys: jax.Array, states: Any, actions: jax.Array) -> tuple[Any, Timestep]:
+        return jax.vmap(self.step)(keys, states, actions)
+
 
 class GymnaxEnv(Env):
     """Adapter from a gymnax 1.x environment (six-value `step`) to `Env`."""

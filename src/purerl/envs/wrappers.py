@@ -56,7 +56,17 @@ class EpisodeStats(Wrapper):
         return obs, EpisodeStatsState(env_state, jnp.float32(0.0), jnp.int32(0))
 
     def step(self, key, state, action):
-        env_state, ts = self.env.step(key, state.env_state, action)
+        return self._track(state, *self.env.step(key, state.env_state, action))
+
+    # Elementwise, so it also wraps an env whose instances step together.
+    def reset_batch(self, keys):
+        obs, env_state = self.env.reset_batch(keys)
+        return obs, EpisodeStatsState(env_state, jnp.zeros(keys.shape[0]), jnp.zeros(keys.shape[0], jnp.int32))
+
+    def step_batch(self, keys, states, actions):
+        return self._track(states, *self.env.step_batch(keys, states.env_state, actions))
+
+    def _track(self, state, env_state, ts):
         episode_return = state.episode_return + ts.reward
         episode_length = state.episode_length + 1
         done = ts.done

@@ -33,12 +33,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.algos.ppo import PPO, Batch, RunnerState, Transition, make_train
+from purerl.algos.ppo import PPO, RunnerState, Transition, make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs import games
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
-from purerl.nets import ActorCritic, init_params
+from purerl.nets import init_params
 
 META_EPISODE = 100  # meta-steps (inner games) per meta-episode
 OPPONENT_SEAT, MFOS_SEAT = 0, 1
@@ -335,11 +335,12 @@ def make_self_play_train(game: str, settings: Settings, decay: float | None = No
 
     def init_agent(key):
         params = init_params(ppo.network, key, ppo.observation_shape)
-        return RunnerState(params, ppo.optimizer(hp).init(params), None, None, None, ppo.reward_norm.init(),
-                           jax.random.fold_in(key, 1), None)
+        return RunnerState(params=params, opt_state=ppo.optimizer(hp).init(params), env_state=None, obs=None,
+                           reset=None, carry=(), obs_stats=None, reward_stats=ppo.reward_norm.init(),
+                           key=jax.random.fold_in(key, 1), metrics=None)
 
     def act(params, obs, key):
-        pi = ppo.network.apply(params, obs, method=ActorCritic.policy)
+        pi = ppo.network.apply(params, obs, method="policy")
         action = pi.sample(key)
         return action, pi.log_prob(action)
 
@@ -358,7 +359,7 @@ def make_self_play_train(game: str, settings: Settings, decay: float | None = No
             timestep = Timestep(next_obs, rewards, never, last, next_obs, {})
             reward_stats, scaled = both(ppo.reward_norm.update_and_normalize, in_axes=(0, 0, None))(
                 reward_stats, timestep, hp.gamma)
-            transition = Transition(obs=obs, action=actions, log_prob=log_prob, reward=scaled, terminated=never,
+            transition = Transition(obs=obs, reset=jnp.full((2, num_games), t == 0), action=actions, log_prob=log_prob, reward=scaled, terminated=never,
                                     done=last, bootstrap_obs=next_obs, episode_done=last,
                                     episode_return=rewards, episode_length=jnp.full((2, num_games), t + 1))
             return (state, next_obs, reward_stats, key), (transition, opponent_rewards)
@@ -369,12 +370,7 @@ def make_self_play_train(game: str, settings: Settings, decay: float | None = No
         return agents._replace(reward_stats=reward_stats), trajectory, opponent_rewards
 
     def learn(agent: RunnerState, trajectory: Transition):
-        values, advantages, targets = ppo.advantages(agent.params, trajectory, hp)
-        flat = lambda x: x.reshape((config.batch_size,) + x.shape[2:])  # noqa: E731
-        batch = Batch(flat(trajectory.obs), flat(trajectory.action), flat(trajectory.log_prob), flat(values),
-                      flat(advantages), flat(targets))
-        agent, _ = ppo.learn(agent, batch, None, hp)
-        return agent
+        return ppo.learn_from(agent, trajectory, agent.carry, None, hp)[0]
 
     def train(key: jax.Array) -> SelfPlayRun:
         agent_keys = jax.random.split(key, 3)
@@ -909,16 +905,18 @@ def add_arguments(subparsers) -> None:
         "mfos", help="model-free opponent shaping in iterated matrix games",
         description="Train M-FOS against a learner (train, the default) or run every pairing (table).")
     parser.add_argument("what", nargs="?", choices=["train", "table"], default="train")
-    parser.add_argument("--game", choices=TRAIN_GAMES,
-                        help="train: ipd (default), imp, chicken or chicken_oneshot; table: that game only")
-    parser.add_argument("--opponent", choices=OPPONENTS + ("self",), default="nl",
-                        help="nl (default), lola, mamaml, or self (meta self-play)")
+    parser.add_argument("--game", choices=TRAIN_GAMES + ("coin",),
+                        help="train: ipd (default), imp, chicken, chicken_oneshot, or coin (the coin game against "
+                             "a PPO learner, with presets cpu and paper); table: that matrix game only")
+    parser.add_argument("--opponent", choices=OPPONENTS + ("self", "ppo"),
+                        help="nl (the default in matrix games), lola, mamaml, self (meta self-play), "
+                             "or ppo (the coin game's, and its only, opponent)")
     parser.add_argument("--preset", choices=sorted(PRESETS),
                         help="; ".join(f"{k}: {v.description}" for k, v in PRESETS.items())
                         + " (default: cpu for train, small for table)")
     parser.add_argument("--seeds", type=int, help="number of seeds (default: the preset's)")
     parser.add_argument("--seed", type=int, default=0, help="first seed; seeds are SEED..SEED+N-1")
-    parser.add_argument("--num-games", type=int, help="games in parallel (overrides the preset)")
+    parser.add_argument("--num-games", type=int, help="games (coin: boards) in parallel (overrides the preset)")
     parser.add_argument("--meta-episodes", type=int, help="meta-episodes (overrides the preset)")
     parser.add_argument("--out", type=Path, help="train: run directory (default runs/mfos-GAME-OPPONENT-TIME)")
     parser.add_argument("--overwrite", action="store_true", help="train: replace a non-empty --out")
@@ -929,6 +927,8 @@ def add_arguments(subparsers) -> None:
 def run_cli(args) -> int:
     """Run `purerl mfos`; bad input raises ConfigError (one line) before anything compiles."""
     what = getattr(args, "what", "train")
+    if args.game == "coin" or args.opponent == "ppo":
+        return _run_coin_cli(args, what)
     preset = args.preset or ("small" if what == "table" else "cpu")
     settings = resolve(preset, args.seeds, args.num_games, args.meta_episodes)
     if args.seed < 0:
@@ -943,22 +943,18 @@ def run_cli(args) -> int:
         record = run_table(settings, seeds, args.report, chosen, preset)
         print(f"report: {args.report} ({record['elapsed_s'] / 60:.1f} min)")
         return 0
-    game = args.game or "ipd"
-    check_pairing(game, args.opponent)
-    out = args.out or Path("runs") / f"mfos-{game}-{args.opponent}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"output path {out} exists and is not a directory")
-    if out.exists() and any(out.iterdir()) and not args.overwrite:
-        raise ConfigError(f"output directory {out} is not empty; choose another --out or pass --overwrite")
-    if args.opponent == "self":
+    game, opponent = args.game or "ipd", args.opponent or "nl"
+    check_pairing(game, opponent)
+    out = _out_dir(args, game, opponent)
+    if opponent == "self":
         result = run_self_play(game, settings, seeds)
         names = ("agent0", "agent1")
     else:
-        result = run_vs_learner(game, args.opponent, settings, seeds)
+        result = run_vs_learner(game, opponent, settings, seeds)
         names = ("mfos", "opponent")
     write_run(out, result, settings, preset)
     window = result["final_window"]
-    print(f"{game.upper()} M-FOS vs {args.opponent.upper()}, preset {preset}: {settings.num_games} games x "
+    print(f"{game.upper()} M-FOS vs {opponent.upper()}, preset {preset}: {settings.num_games} games x "
           f"{settings.meta_episodes} meta-episodes, {len(seeds)} seeds "
           f"(compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s)")
     for name in names:
@@ -975,4 +971,44 @@ def run_cli(args) -> int:
                   f"R^2 {f['r2']:.2f} -> {'extortionate' if f['extortionate'] else 'not extortionate'}")
     plots = "rewards.png, policies.png" if "analysis" in result else "rewards.png"
     print(f"results in {out}/ (summary.json, metrics.csv, {plots})")
+    return 0
+
+
+def _out_dir(args, game: str, opponent: str) -> Path:
+    out = args.out or Path("runs") / f"mfos-{game}-{opponent}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"output path {out} exists and is not a directory")
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        raise ConfigError(f"output directory {out} is not empty; choose another --out or pass --overwrite")
+    return out
+
+
+def _run_coin_cli(args, what: str) -> int:
+    """`purerl mfos --game coin`: M-FOS (conv + GRU) against a PPO learner in the coin game."""
+    from purerl.studies import mfos_coin
+
+    if what == "table":
+        raise ConfigError("the table covers the matrix games; train the coin game with `purerl mfos --game coin`")
+    if args.game not in (None, "coin") or args.opponent not in (None, "ppo"):
+        raise ConfigError("the coin game's opponent is ppo, and ppo plays only the coin game "
+                          f"(got --game {args.game} --opponent {args.opponent})")
+    preset = args.preset or "cpu"
+    if preset not in mfos_coin.PRESETS:
+        raise ConfigError(f"unknown coin-game preset '{preset}'; choose from {', '.join(mfos_coin.PRESETS)}")
+    changes = {k: v for k, v in dict(seeds=args.seeds, num_boards=args.num_games,
+                                     meta_episodes=args.meta_episodes).items() if v is not None}
+    settings = mfos_coin.PRESETS[preset].replace(**changes)
+    settings.validate()
+    if args.seed < 0:
+        raise ConfigError(f"--seed must be non-negative, got {args.seed}")
+    out = _out_dir(args, "coin", "ppo")
+    seeds = list(range(args.seed, args.seed + settings.seeds))
+    result = mfos_coin.run(settings, seeds)
+    mfos_coin.write_run(out, result, settings, preset)
+    print(f"coin game, M-FOS vs PPO, preset {preset}: {settings.num_boards} boards x {settings.meta_episodes} "
+          f"meta-episodes, {len(seeds)} seeds (compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s, "
+          f"{result['steps_per_s']:,.0f} board steps/s)")
+    for name in mfos_coin.LOG_COLUMNS:
+        print(f"  {name:23s} over the last {result['final_window']} meta-episodes: {_cell(result['final'][name])}")
+    print(f"results in {out}/ (summary.json, metrics.csv, learning.png)")
     return 0

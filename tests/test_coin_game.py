@@ -1,0 +1,183 @@
+"""The coin game, recurrent PPO, and M-FOS in the coin game."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from purerl.algos.ppo import PPO
+from purerl.config import HyperParams, PPOConfig
+from purerl.envs.coin_game import CoinGame, CoinState
+from purerl.envs.core import ActionSpace, Env, Timestep
+from purerl.envs.wrappers import EpisodeStats
+from purerl.nets import ConvGRUActorCritic, init_params
+from purerl.studies import mfos_coin
+
+RIGHT, LEFT, DOWN, UP = range(4)
+
+
+def state(red, blue, red_coin, blue_coin):
+    return CoinState(jnp.array([red, blue]), jnp.array([red_coin, blue_coin]))
+
+
+@pytest.mark.parametrize(
+    "actions, rewards, own, other",
+    [
+        ((RIGHT, LEFT), (1.0, 0.0), (True, False), (False, False)),  # red takes its own coin
+        ((DOWN, LEFT), (1.0, -2.0), (False, False), (True, False)),  # red takes blue's coin
+        ((UP, UP), (0.0, 0.0), (False, False), (False, False)),  # nobody takes a coin
+    ],
+)
+def test_coin_game_rewards(actions, rewards, own, other):
+    # red at (0,0), blue at (2,2); red coin at (0,1), blue coin at (1,0).
+    start = state([0, 0], [2, 2], [0, 1], [1, 0])
+    after, got, pickups = CoinGame().step(jax.random.PRNGKey(0), start, jnp.array(actions))
+    np.testing.assert_array_equal(got, rewards)
+    np.testing.assert_array_equal(pickups.own, own)
+    np.testing.assert_array_equal(pickups.other, other)
+
+
+def test_both_take_the_same_coin_and_it_respawns_on_a_free_cell():
+    # red at (0,0) and blue at (0,2) both step onto the red coin at (0,1).
+    start = state([0, 0], [0, 2], [0, 1], [2, 2])
+    game = CoinGame()
+    for seed in range(20):
+        after, rewards, _ = game.step(jax.random.PRNGKey(seed), start, jnp.array([RIGHT, LEFT]))
+        np.testing.assert_array_equal(rewards, [-1.0, 1.0])  # red: +1 for its coin, -2 as blue took it too
+        assert not np.any(np.all(np.asarray(after.coins[0]) == np.asarray(after.positions), axis=-1))
+        np.testing.assert_array_equal(after.coins[1], [2, 2])
+
+
+def test_moves_wrap_around_the_torus_and_views_are_egocentric():
+    start = state([0, 0], [2, 2], [1, 1], [1, 2])
+    after, _, _ = CoinGame().step(jax.random.PRNGKey(0), start, jnp.array([LEFT, DOWN]))
+    np.testing.assert_array_equal(after.positions, [[0, 2], [0, 2]])
+    views = CoinGame().observe(after)
+    assert views.shape == (2, 3, 3, 4)
+    np.testing.assert_array_equal(views[1], views[0][..., jnp.array([1, 0, 3, 2])])
+    assert views[0][1, 1, 2] == 1.0 and views[1][1, 1, 3] == 1.0  # red's coin: own for red, other for blue
+
+
+def test_recurrent_unroll_equals_stepping_with_resets():
+    net = ConvGRUActorCritic(ActionSpace(True, 4), channels=4, features=8)
+    params = init_params(net, jax.random.PRNGKey(0), (3, 3, 5))
+    obs = jax.random.normal(jax.random.PRNGKey(1), (6, 3, 3, 3, 5))  # [T, N, ...]
+    resets = jnp.array([[1, 1, 1], [0, 0, 1], [0, 1, 0], [0, 0, 0], [1, 0, 0], [0, 0, 0]], bool)
+    carry = net.initial_carry(3)
+    carries, pi, values = net.apply(params, carry, obs, resets, method="unroll")
+    for t in range(6):
+        carry, step_pi = net.apply(params, carry, obs[t], resets[t], method="step")
+        np.testing.assert_allclose(step_pi.logits, pi.logits[t], atol=1e-5)
+        np.testing.assert_allclose(carry[1], carries[1][t], atol=1e-5)
+    # A reset at t=4 makes env 0's later outputs independent of what it saw before.
+    altered = obs.at[:4, 0].set(0.0)
+    _, pi_altered, _ = net.apply(params, net.initial_carry(3), altered, resets, method="unroll")
+    np.testing.assert_allclose(pi_altered.logits[4:, 0], pi.logits[4:, 0], atol=1e-6)
+    assert not np.allclose(pi_altered.logits[1:4, 0], pi.logits[1:4, 0])
+
+
+class Recall(Env):
+    """A cue (all ones or all zeros) at the first of 3 steps; naming it at the last step pays 1.
+
+    Without memory the best policy guesses (0.5); with it the return is 1.
+    """
+
+    name = "recall"
+    observation_shape = (3, 3, 2)
+    action_space = ActionSpace(discrete=True, num_actions=2)
+    max_episode_steps = 3
+
+    def _obs(self, cue, t):
+        return jnp.stack([jnp.full((3, 3), jnp.where(t == 0, cue, 0.0)), jnp.full((3, 3), t / 2.0)], axis=-1)
+
+    def reset(self, key):
+        cue = jax.random.bernoulli(key).astype(jnp.float32)
+        return self._obs(cue, 0), (cue, jnp.int32(0))
+
+    def step(self, key, state, action):
+        cue, t = state
+        last = t == 2
+        reward = jnp.where(last & (action == cue.astype(jnp.int32)), 1.0, 0.0)
+        reset_obs, reset_state = self.reset(key)
+        next_state = jax.tree.map(lambda a, b: jnp.where(last, a, b), reset_state, (cue, t + 1))
+        final = self._obs(cue, t + 1)
+        ts = Timestep(jnp.where(last, reset_obs, final), reward, last, jnp.bool_(False), final, {})
+        return next_state, ts
+
+
+def test_recurrent_ppo_learns_a_memory_task():
+    config = PPOConfig(env="recall", num_envs=32, num_steps=12, total_timesteps=32 * 12 * 120, update_epochs=4,
+                       num_minibatches=4, anneal_lr=False)
+    env = EpisodeStats(Recall())
+    ppo = PPO(config, env=env, network=ConvGRUActorCritic(env.action_space, channels=4, features=16))
+    hp = HyperParams(lr=3e-3, gamma=0.9, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5,
+                     max_grad_norm=0.5).as_arrays()
+    metrics = jax.jit(ppo)(jax.random.PRNGKey(0), hp).metrics
+    final = float(np.nanmean(np.asarray(metrics["episode_return"])[-10:]))
+    assert final > 0.9, final  # memoryless play cannot beat 0.5
+
+
+def test_recurrent_network_needs_whole_sequences_per_minibatch():
+    config = PPOConfig(env="recall", num_envs=6, num_steps=12, total_timesteps=6 * 12, num_minibatches=4)
+    with pytest.raises(Exception, match="num-envs=6 is not divisible by num-minibatches=4"):
+        PPO(config, env=EpisodeStats(Recall()), network=ConvGRUActorCritic(Recall.action_space))
+
+
+@pytest.fixture(scope="module")
+def meta_game():
+    env = mfos_coin.CoinGameMeta(num_boards=3)
+    step = jax.jit(env.step_batch)
+    obs, state = jax.jit(env.reset_batch)(jax.random.split(jax.random.PRNGKey(0), 3))
+    return env, step, obs, state
+
+
+def test_meta_game_opponent_learns_after_each_inner_episode_and_resets_each_meta_episode(meta_game):
+    env, step, obs, state = meta_game
+    assert obs.shape == (3, 3, 3, 7)
+    first = state.opponent.params
+    key = jax.random.PRNGKey(1)
+    params_seen, truncated_at = [first], []
+    for t in range(mfos_coin.META_STEPS):
+        key, action_key, step_key = jax.random.split(key, 3)
+        state, ts = step(jax.random.split(step_key, 3), state, jax.random.randint(action_key, (3,), 0, 4))
+        if bool(ts.truncated.any()):
+            truncated_at.append(t + 1)
+            assert bool(ts.truncated.all()) and not bool(ts.terminated.any())
+        changed = not all(jax.tree.leaves(jax.tree.map(lambda a, b: bool(jnp.all(a == b)), state.opponent.params,
+                                                       params_seen[-1])))
+        if (t + 1) % mfos_coin.INNER_STEPS:
+            assert not changed, f"opponent changed mid inner episode at step {t + 1}"
+        else:
+            assert changed, f"opponent did not update after step {t + 1}"
+            params_seen.append(state.opponent.params)
+    assert truncated_at == [mfos_coin.META_STEPS]
+    assert int(state.t) == 0 and int(state.episode) == 0
+    log = np.asarray(state.last_meta)
+    assert np.all(np.isfinite(log)) and -2.0 <= log[0] <= 1.0 and 0.0 <= log[2] <= 1.0
+
+
+def test_coin_cli_smoke(tmp_path, capsys):
+    from purerl import cli
+
+    out = tmp_path / "coin"
+    code = cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out)])
+    assert code == 0
+    summary = (out / "summary.json").read_text()
+    assert '"mfos_own_coin_rate"' in summary
+    assert (out / "learning.png").stat().st_size > 0
+    lines = (out / "metrics.csv").read_text().splitlines()
+    assert len(lines) == 1 + mfos_coin.PRESETS["tiny"].meta_episodes
+    assert "coin game, M-FOS vs PPO" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--game", "ipd", "--opponent", "ppo"], "the coin game's opponent is ppo"),
+    (["--game", "coin", "--opponent", "nl"], "the coin game's opponent is ppo"),
+    (["--game", "coin", "--preset", "small"], "unknown coin-game preset 'small'"),
+    (["--game", "coin", "--num-games", "0"], "num-boards must be a positive integer"),
+])
+def test_coin_cli_rejects_bad_input_before_compiling(argv, message, capsys):
+    from purerl import cli
+
+    assert cli.main(["mfos", *argv]) == 2
+    assert message in capsys.readouterr().err
