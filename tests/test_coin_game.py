@@ -181,3 +181,24 @@ def test_coin_cli_rejects_bad_input_before_compiling(argv, message, capsys):
 
     assert cli.main(["mfos", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_coin_run_resumes_bit_for_bit(tmp_path):
+    settings = mfos_coin.PRESETS["tiny"].replace(meta_episodes=3)
+    quiet = dict(chunk=1, log=lambda message: None)
+    full = mfos_coin.run(settings, [0], tmp_path / "full", **quiet)
+    assert mfos_coin.run(settings, [0], tmp_path / "cut", stop_after_chunks=1, **quiet) is None
+    resumed = mfos_coin.run(settings, [0], tmp_path / "cut", resume=True, **quiet)
+    assert resumed["resumed_from_meta_episode"] == 1
+    np.testing.assert_array_equal(resumed["log"], full["log"])
+    assert np.all(np.isfinite(full["log"]))
+
+
+def test_coin_cli_resume_refuses_other_settings(tmp_path, capsys):
+    from purerl import cli
+
+    out = tmp_path / "coin"
+    out.mkdir()
+    (out / "config.json").write_text("{}")
+    assert cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--resume"]) == 2
+    assert "settings differ from the run" in capsys.readouterr().err

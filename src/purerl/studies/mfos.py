@@ -24,6 +24,7 @@ import dataclasses
 import datetime
 import json
 import math
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -920,6 +921,8 @@ def add_arguments(subparsers) -> None:
     parser.add_argument("--meta-episodes", type=int, help="meta-episodes (overrides the preset)")
     parser.add_argument("--out", type=Path, help="train: run directory (default runs/mfos-GAME-OPPONENT-TIME)")
     parser.add_argument("--overwrite", action="store_true", help="train: replace a non-empty --out")
+    parser.add_argument("--resume", action="store_true",
+                        help="coin: continue the run in --out from its last checkpoint (same settings)")
     parser.add_argument("--report", type=Path, default=Path("docs/results/mfos.md"),
                         help="table: markdown report; its data and plots go to REPORT_STEM/ beside it")
 
@@ -1001,10 +1004,23 @@ def _run_coin_cli(args, what: str) -> int:
     settings.validate()
     if args.seed < 0:
         raise ConfigError(f"--seed must be non-negative, got {args.seed}")
-    out = _out_dir(args, "coin", "ppo")
     seeds = list(range(args.seed, args.seed + settings.seeds))
-    result = mfos_coin.run(settings, seeds)
-    mfos_coin.write_run(out, result, settings, preset)
+    config = mfos_coin.run_config(settings, seeds, preset)
+    if args.resume:
+        out = args.out
+        if out is None or not (out / "config.json").is_file():
+            raise ConfigError(f"--resume needs --out with a coin-game run in it; {out} has none")
+        if json.loads((out / "config.json").read_text()) != json.loads(json.dumps(config)):
+            raise ConfigError(f"--resume: these settings differ from the run in {out} (see its config.json)")
+    else:
+        out = _out_dir(args, "coin", "ppo")
+        shutil.rmtree(out / "checkpoint", ignore_errors=True)  # --overwrite: never resume someone else's state
+        out.mkdir(parents=True, exist_ok=True)
+        from purerl import results
+
+        results.write_atomic(out / "config.json", json.dumps(config, indent=2))
+    result = mfos_coin.run(settings, seeds, out / "checkpoint", resume=args.resume)
+    mfos_coin.write_results(out, result, preset)
     print(f"coin game, M-FOS vs PPO, preset {preset}: {settings.num_boards} boards x {settings.meta_episodes} "
           f"meta-episodes, {len(seeds)} seeds (compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s, "
           f"{result['steps_per_s']:,.0f} board steps/s)")

@@ -238,59 +238,97 @@ def mfos_config(settings: CoinSettings) -> PPOConfig:
 
 class CoinRun(NamedTuple):
     state: RunnerState
-    log: jax.Array  # [meta_episodes, 4] LOG_COLUMNS
+    log: jax.Array  # [meta_episodes, 4] LOG_COLUMNS; NaN for meta-episodes not run yet
 
 
 def make_coin_train(settings: CoinSettings):
-    """(ppo, train): `train(key) -> CoinRun`, M-FOS (conv + GRU) trained by PPO against PPO learners."""
+    """(ppo, init, run): M-FOS (conv + GRU) trained by PPO against PPO learners.
+
+    `init(key) -> CoinRun`, then `run(coin_run, start, stop)` plays meta-episodes
+    start..stop-1 (one PPO update each); chunks compose exactly, so a long run
+    checkpoints between them and resumes bit-for-bit.
+    """
     env = EpisodeStats(CoinGameMeta(settings.num_boards))
     network = ConvGRUActorCritic(ACTIONS, channels=settings.channels, features=settings.channels)
     ppo = PPO(mfos_config(settings), env=env, network=network)
     hp = MFOS_HP.as_arrays()
 
-    def train(key: jax.Array) -> CoinRun:
-        def meta_episode(state, index):
-            state = ppo.update(index, state, hp, None)
-            return state, state.env_state.env_state.last_meta
+    def init(key: jax.Array) -> CoinRun:
+        return CoinRun(ppo.init(key, hp), jnp.full((settings.meta_episodes, len(LOG_COLUMNS)), jnp.nan))
 
-        state, log = jax.lax.scan(meta_episode, ppo.init(key, hp), jnp.arange(settings.meta_episodes))
-        return CoinRun(state, log)
+    def run(coin_run: CoinRun, start, stop) -> CoinRun:
+        def meta_episode(index, coin_run):
+            state = ppo.update(index, coin_run.state, hp, None)
+            return CoinRun(state, coin_run.log.at[index].set(state.env_state.env_state.last_meta))
 
-    return ppo, train
+        return jax.lax.fori_loop(start, stop, meta_episode, coin_run)
+
+    return ppo, init, run
 
 
-def run(settings: CoinSettings, seeds: list[int]) -> dict:
-    """Train every seed (one after another inside one program) and summarise the last meta-episodes."""
+def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = None, resume: bool = False,
+        chunk: int | None = None, stop_after_chunks: int | None = None, log=print) -> dict | None:
+    """Train every seed (one after another inside one program), in chunks of meta-episodes with a
+    checkpoint after each; `resume` continues from the last one. Returns None if stopped early."""
+    from purerl.checkpoint import Checkpointer
     from purerl.studies.mfos import _summaries, final_window, seed_keys
 
-    _, train = make_coin_train(settings)
+    _, init, run_chunk = make_coin_train(settings)
     keys = seed_keys(seeds)
     start = time.perf_counter()
-    compiled = jax.jit(lambda k: jax.lax.map(train, k)).lower(keys).compile()
-    compiled_at = time.perf_counter()
-    out = jax.block_until_ready(compiled(keys))
-    run_s = time.perf_counter() - compiled_at
-    log = np.asarray(out.log, float)  # [seeds, meta_episodes, 4]
+    runs = jax.jit(lambda k: jax.lax.map(init, k))(keys)
+    chunked = jax.jit(lambda r, a, b: jax.lax.map(lambda one: run_chunk(one, a, b), r))
+    int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    compiled = chunked.lower(runs, int32(0), int32(0)).compile()
+    compile_s = time.perf_counter() - start
+    checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
+    done = first = 0
+    if resume and checkpointer is not None and checkpointer.latest() is not None:
+        host, done = checkpointer.restore(jax.tree.map(np.asarray, runs))
+        runs, first = jax.tree.map(jnp.asarray, host), done
+        log(f"resumed after meta-episode {done}")
+    chunk = chunk or max(1, settings.meta_episodes // 20)
+    run_s, chunks_done = 0.0, 0
+    while done < settings.meta_episodes:
+        stop = min(done + chunk, settings.meta_episodes)
+        tick = time.perf_counter()
+        runs = jax.block_until_ready(compiled(runs, int32(done), int32(stop)))
+        run_s += time.perf_counter() - tick
+        done, chunks_done = stop, chunks_done + 1
+        if checkpointer is not None:
+            checkpointer.save(done, runs)
+        rewards = np.asarray(runs.log[:, done - 1, :2]).mean(axis=0)
+        log(f"meta-episode {done}/{settings.meta_episodes}: M-FOS {rewards[0]:+.3f}, opponent {rewards[1]:+.3f} "
+            f"per step")
+        if stop_after_chunks is not None and chunks_done >= stop_after_chunks and done < settings.meta_episodes:
+            checkpointer.close()
+            return None
+    if checkpointer is not None:
+        checkpointer.close()
+    log_rows = np.asarray(runs.log, float)  # [seeds, meta_episodes, 4]
     window = final_window(settings.meta_episodes)
-    final = log[:, -window:].mean(axis=1)
-    return {"game": "coin", "opponent": "ppo", "seeds": seeds, "final_window": window, "log": log,
-            "final": _summaries(final, LOG_COLUMNS), "compile_s": compiled_at - start, "run_s": run_s,
-            "steps_per_s": len(seeds) * settings.num_boards * META_STEPS * settings.meta_episodes / run_s}
+    final = log_rows[:, -window:].mean(axis=1)
+    return {"game": "coin", "opponent": "ppo", "seeds": seeds, "final_window": window, "log": log_rows,
+            "final": _summaries(final, LOG_COLUMNS), "compile_s": compile_s, "run_s": run_s,
+            "resumed_from_meta_episode": first,
+            "steps_per_s": len(seeds) * settings.num_boards * META_STEPS * (settings.meta_episodes - first) / run_s}
 
 
-def write_run(out: Path, result: dict, settings: CoinSettings, preset: str) -> None:
-    """config.json, metrics.csv (per meta-episode and seed), summary.json and learning.png."""
+def run_config(settings: CoinSettings, seeds: list[int], preset: str) -> dict:
+    """Everything that fixes a run (config.json); a resumed run must match it."""
+    return {"command": "mfos", "game": "coin", "opponent": "ppo", "preset": preset,
+            "settings": dataclasses.asdict(settings), "mfos_ppo": dataclasses.asdict(mfos_config(settings)),
+            "mfos_hyperparams": {k: float(v) for k, v in MFOS_HP._asdict().items()},
+            "opponent_ppo": dataclasses.asdict(opponent_ppo(settings.num_boards).config),
+            "opponent_hyperparams": {k: float(v) for k, v in OPPONENT_HP._asdict().items()},
+            "seeds": seeds, "inner_steps": INNER_STEPS, "inner_episodes": INNER_EPISODES}
+
+
+def write_results(out: Path, result: dict, preset: str) -> None:
+    """metrics.csv (per meta-episode and seed), summary.json and learning.png."""
     from purerl import results
     from purerl.studies.mfos import _pyplot, _save
 
-    out.mkdir(parents=True, exist_ok=True)
-    config = {"command": "mfos", "game": "coin", "opponent": "ppo", "preset": preset,
-              "settings": dataclasses.asdict(settings), "mfos_ppo": dataclasses.asdict(mfos_config(settings)),
-              "mfos_hyperparams": {k: float(v) for k, v in MFOS_HP._asdict().items()},
-              "opponent_ppo": dataclasses.asdict(opponent_ppo(settings.num_boards).config),
-              "opponent_hyperparams": {k: float(v) for k, v in OPPONENT_HP._asdict().items()},
-              "seeds": result["seeds"], "inner_steps": INNER_STEPS, "inner_episodes": INNER_EPISODES}
-    results.write_atomic(out / "config.json", json.dumps(config, indent=2))
     log = result["log"]
     header = ["meta_episode"] + [f"{c}[seed={s}]" for s in result["seeds"] for c in LOG_COLUMNS]
     rows = [",".join(header)]
