@@ -202,3 +202,14 @@ def test_coin_cli_resume_refuses_other_settings(tmp_path, capsys):
     (out / "config.json").write_text("{}")
     assert cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--resume"]) == 2
     assert "settings differ from the run" in capsys.readouterr().err
+
+
+def test_torus_conv_equals_a_circular_flax_conv():
+    import flax.linen as nn
+
+    from purerl.nets import TorusConv
+
+    x = jax.random.normal(jax.random.PRNGKey(0), (5, 3, 3, 7))
+    params = TorusConv(4).init(jax.random.PRNGKey(1), x)
+    reference = nn.Conv(4, (3, 3), padding="CIRCULAR").apply(params, x)
+    np.testing.assert_allclose(TorusConv(4).apply(params, x), reference, atol=1e-5)

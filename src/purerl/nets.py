@@ -100,8 +100,27 @@ class ActorCritic(FeedForward, nn.Module):
         return self.policy(obs), self.value(obs)
 
 
+class TorusConv(nn.Module):
+    """A 3x3 convolution with wrap-around padding, as one matmul over the 9 shifted grids.
+
+    Same result as `nn.Conv(padding="CIRCULAR")`, but XLA's CPU convolution is 5-6x
+    slower inside a loop (PPO's epochs) than at top level, while a matmul is not
+    (measured on [8192, 3, 3, 7] grids: conv 0.41 s per gradient in a scan, this 0.04 s).
+    """
+
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
+        bias = self.param("bias", nn.initializers.zeros, (self.features,))
+        shifted = jnp.stack([jnp.roll(x, (1 - di, 1 - dj), axis=(-3, -2)) for di in range(3) for dj in range(3)],
+                            axis=-2)  # [..., H, W, 9, C]
+        return jnp.einsum("...kc,kco->...o", shifted, kernel.reshape((9,) + kernel.shape[2:])) + bias
+
+
 class GridEncoder(nn.Module):
-    """Two 3x3 convolutions with wrap-around padding (grids on a torus), then a dense layer."""
+    """Two 3x3 convolutions on a torus (grids that wrap around), then a dense layer."""
 
     channels: int
     features: int
@@ -110,7 +129,7 @@ class GridEncoder(nn.Module):
     def __call__(self, grid):
         x = grid
         for _ in range(2):
-            x = nn.relu(nn.Conv(self.channels, (3, 3), padding="CIRCULAR")(x))
+            x = nn.relu(TorusConv(self.channels)(x))
         return nn.relu(nn.Dense(self.features)(x.reshape(x.shape[:-3] + (-1,))))
 
 

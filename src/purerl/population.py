@@ -139,6 +139,24 @@ def vmapped(train, placement: Placement):
     return init, run
 
 
+def one_by_one(fn, placement: Placement, num_shared_args: int = 0):
+    """`fn(member, *shared)` over the member axis, jitted: the members are sharded over the
+    devices and each device runs its own one after another (`lax.map`).
+
+    For programs that branch on state shared inside one member (a `lax.cond`), which
+    `vmap` would turn into a select that runs both branches every time.
+    """
+    members, shared = PartitionSpec("members"), PartitionSpec()
+
+    def per_device(tree, *args):
+        return jax.lax.map(lambda member: fn(member, *args), tree)
+
+    # check_vma=False: a member's code may build fresh constants (a re-initialised opponent) in one
+    # branch of a cond; they are per-member values all the same.
+    return jax.jit(jax.shard_map(per_device, mesh=placement.mesh, in_specs=(members,) + (shared,) * num_shared_args,
+                                 out_specs=members, check_vma=False))
+
+
 def barrier(name: str) -> None:
     """Wait for every process (a no-op in a single-process run)."""
     if jax.process_count() > 1:

@@ -12,7 +12,8 @@ Because the opponent is shared by all boards, `CoinGameMeta` steps its boards
 together (`step_batch`) instead of one by one. The opponent's update sits in a
 `lax.cond` on the shared step counter, so it runs once per inner episode; under
 `vmap` over seeds that cond would become a select that runs the update at every
-step, so seeds run one after another (`lax.map`) in one program instead.
+step, so the seeds are sharded over the devices and each device trains its own
+one after another (`population.one_by_one`).
 
 Differences from the authors' code, each deliberate: every one of the 16 steps
 is a real move (theirs spends one per inner episode on the reset); a respawned
@@ -41,6 +42,7 @@ from purerl.envs.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
 from purerl.nets import ConvActorCritic, ConvGRUActorCritic, init_params
+from purerl.population import Placement, one_by_one
 
 INNER_STEPS = 16  # steps per inner episode
 INNER_EPISODES = 16  # inner episodes per meta-episode
@@ -83,7 +85,7 @@ class CoinSettings:
 
 PRESETS: dict[str, CoinSettings] = {
     "paper": CoinSettings(512, 1000, 3, 16, "the authors' scale: 512 boards x 1000 meta-episodes (one GPU)"),
-    "cpu": CoinSettings(32, 12, 2, 16, "smoke run on a 2-core CPU: 32 boards x 12 meta-episodes, 2 seeds"),
+    "cpu": CoinSettings(32, 12, 2, 16, "smoke run on a 2-core CPU: 32 boards x 12 meta-episodes, 2 seeds (about 2 min)"),
     "tiny": CoinSettings(4, 2, 1, 4, "test: 4 boards x 2 meta-episodes"),
 }
 
@@ -268,24 +270,24 @@ def make_coin_train(settings: CoinSettings):
 
 def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = None, resume: bool = False,
         chunk: int | None = None, stop_after_chunks: int | None = None, log=print) -> dict | None:
-    """Train every seed (one after another inside one program), in chunks of meta-episodes with a
-    checkpoint after each; `resume` continues from the last one. Returns None if stopped early."""
+    """Train every seed (sharded over the devices, one after another on each), in chunks of
+    meta-episodes with a checkpoint after each; `resume` continues from the last one. Returns None
+    if stopped early."""
     from purerl.checkpoint import Checkpointer
     from purerl.studies.mfos import _summaries, final_window, seed_keys
 
     _, init, run_chunk = make_coin_train(settings)
-    keys = seed_keys(seeds)
+    placement = Placement.for_members(len(seeds))
     start = time.perf_counter()
-    runs = jax.jit(lambda k: jax.lax.map(init, k))(keys)
-    chunked = jax.jit(lambda r, a, b: jax.lax.map(lambda one: run_chunk(one, a, b), r))
+    runs = one_by_one(init, placement)(placement.put(seed_keys(seeds)))
     int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    compiled = chunked.lower(runs, int32(0), int32(0)).compile()
+    compiled = one_by_one(run_chunk, placement, 2).lower(runs, int32(0), int32(0)).compile()
     compile_s = time.perf_counter() - start
     checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
     done = first = 0
     if resume and checkpointer is not None and checkpointer.latest() is not None:
-        host, done = checkpointer.restore(jax.tree.map(np.asarray, runs))
-        runs, first = jax.tree.map(jnp.asarray, host), done
+        host, done = checkpointer.restore(placement.get(runs, len(seeds)))
+        runs, first = placement.put(host), done
         log(f"resumed after meta-episode {done}")
     chunk = chunk or max(1, settings.meta_episodes // 20)
     run_s, chunks_done = 0.0, 0
@@ -296,8 +298,8 @@ def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = 
         run_s += time.perf_counter() - tick
         done, chunks_done = stop, chunks_done + 1
         if checkpointer is not None:
-            checkpointer.save(done, runs)
-        rewards = np.asarray(runs.log[:, done - 1, :2]).mean(axis=0)
+            checkpointer.save(done, placement.get(runs, len(seeds)))
+        rewards = placement.get(runs.log, len(seeds))[:, done - 1, :2].mean(axis=0)
         log(f"meta-episode {done}/{settings.meta_episodes}: M-FOS {rewards[0]:+.3f}, opponent {rewards[1]:+.3f} "
             f"per step")
         if stop_after_chunks is not None and chunks_done >= stop_after_chunks and done < settings.meta_episodes:
@@ -305,7 +307,7 @@ def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = 
             return None
     if checkpointer is not None:
         checkpointer.close()
-    log_rows = np.asarray(runs.log, float)  # [seeds, meta_episodes, 4]
+    log_rows = placement.get(runs.log, len(seeds)).astype(float)  # [seeds, meta_episodes, 4]
     window = final_window(settings.meta_episodes)
     final = log_rows[:, -window:].mean(axis=1)
     return {"game": "coin", "opponent": "ppo", "seeds": seeds, "final_window": window, "log": log_rows,
