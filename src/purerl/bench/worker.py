@@ -73,7 +73,7 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
         "agents_per_hour": seeds / (compile_s + run_s) * 3600,
         "final_return": float(final.mean()),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "devices": jax.device_count(),
+        "devices": placement.num_devices,
         "backend": jax.default_backend(),
     }
     if floor:
@@ -84,20 +84,37 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
 
 
 def floor_analysis(train, keys, hps, config, devices: int, run_s: float) -> dict:
-    """FLOPs of one update from XLA's cost analysis, the machine's matmul FLOP/s, and rollout vs learn time.
+    """FLOPs of one update, the machine's matmul FLOP/s, and rollout vs learn time.
 
-    `keys` and `hps` are one device's share of the members; every device runs the same
-    program, so the population's FLOPs are `devices` times that share's.
+    XLA's cost analysis counts a loop body once, whatever its trip count, so the
+    FLOPs of an update are composed from loop-free pieces: one rollout step of
+    every env, times `num_steps`; one gradient step on a minibatch, times epochs x
+    minibatches; and the advantages. `keys` and `hps` are one device's share of
+    the members; every device runs the same program.
     """
     import jax
     import jax.numpy as jnp
 
-    state = jax.jit(jax.vmap(train.init))(keys, hps)
-    update = jax.jit(jax.vmap(lambda s, h: train.update(0, s, h, None))).lower(state, hps).compile()
-    rollout = jax.jit(jax.vmap(lambda s, h: train.rollout(s, h)[0])).lower(state, hps).compile()
-    cost = update.cost_analysis()
-    cost = cost[0] if isinstance(cost, list) else cost
-    flops_per_update = float(cost.get("flops", 0.0)) * devices
+    from purerl.algos.ppo import Batch, make_train
+
+    def flops(fn, *args):
+        cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+        return float((cost[0] if isinstance(cost, list) else cost).get("flops", 0.0))
+
+    hp = jax.tree.map(lambda x: x[0], hps)
+    one_step = make_train(config.replace(num_steps=1, total_timesteps=config.num_envs, num_minibatches=1))
+    state = jax.jit(one_step.init)(keys[0], hp)
+    step_flops = flops(lambda s, h: one_step.rollout(s, h)[0].obs, state, hp)
+    _, trajectory = jax.eval_shape(lambda s, h: train.rollout(s, h), jax.jit(train.init)(keys[0], hp), hp)
+    advantage_flops = flops(lambda p, t, h: train.advantages(p, t, (), h), state.params, trajectory, hp)
+    sample = lambda x: jax.ShapeDtypeStruct((1, config.minibatch_size) + x.shape[2:], x.dtype)  # noqa: E731
+    minibatch = Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),
+                      *(sample(trajectory.log_prob) for _ in range(4)))
+    gradient_flops = flops(lambda p, o, b, h: train.gradient_step(p, o, b, None, h)[:2], state.params,
+                           state.opt_state, minibatch, hp)
+    per_member = (step_flops * config.num_steps + advantage_flops
+                  + gradient_flops * config.update_epochs * config.num_minibatches)
+    flops_per_update = per_member * keys.shape[0] * devices
 
     def timed(fn, *args, repeats=20):
         jax.block_until_ready(fn(*args))
@@ -108,7 +125,10 @@ def floor_analysis(train, keys, hps, config, devices: int, run_s: float) -> dict
             times.append(time.perf_counter() - tick)
         return statistics.median(times)
 
-    update_s, rollout_s = timed(update, state, hps), timed(rollout, state, hps)
+    states = jax.jit(jax.vmap(train.init))(keys, hps)
+    update = jax.jit(jax.vmap(lambda s, h: train.update(0, s, h, None))).lower(states, hps).compile()
+    rollout = jax.jit(jax.vmap(lambda s, h: train.rollout(s, h)[0])).lower(states, hps).compile()
+    update_s, rollout_s = timed(update, states, hps), timed(rollout, states, hps)
     n = 2048
     a = jax.random.normal(jax.random.PRNGKey(0), (n, n), jnp.float32)
     matmul = jax.jit(lambda x: x @ x)
@@ -118,6 +138,8 @@ def floor_analysis(train, keys, hps, config, devices: int, run_s: float) -> dict
     return {
         "floor_devices": devices,
         "flops_per_update": flops_per_update,
+        "flops_per_update_parts": {"rollout_step": step_flops, "advantages": advantage_flops,
+                                   "gradient_step": gradient_flops},
         "achieved_flops_per_s": achieved,
         "matmul_flops_per_s": matmul_flops,
         "fraction_of_matmul_floor": achieved / matmul_flops,
