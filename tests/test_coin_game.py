@@ -168,6 +168,8 @@ def test_coin_cli_smoke(tmp_path, capsys):
     lines = (out / "metrics.csv").read_text().splitlines()
     assert len(lines) == 1 + mfos_coin.PRESETS["tiny"].meta_episodes
     assert "coin game, M-FOS vs PPO" in capsys.readouterr().out
+    assert cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--resume"]) == 0
+    assert "resumed after meta-episode 2" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, message", [

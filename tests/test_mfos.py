@@ -113,7 +113,7 @@ def test_tiny_ppo_run_on_the_meta_game(tmp_path):
     mfos.write_run(tmp_path, result, TINY, "tiny")
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["final"]["mfos"]["n"] == 2 and math.isfinite(summary["final"]["opponent"]["mean"])
-    for name in ("config.json", "metrics.csv", "rewards.png", "policies.png"):
+    for name in ("metrics.csv", "rewards.png", "policies.png"):  # config.json: written by the CLI at the start
         assert (tmp_path / name).stat().st_size > 0
 
 
@@ -130,8 +130,8 @@ def test_lambda_schedule():
 def test_self_play_follows_the_schedule_and_pays_both():
     """lambda = 1, 0.5, 0, 0: the first meta-episode is against NLs, the last two against each other."""
     settings = TINY.replace(num_games=4)
-    _, train = mfos.make_self_play_train("ipd", settings, decay=0.5)
-    run = jax.jit(jax.vmap(train))(mfos.seed_keys([0, 1]))
+    _, init, advance = mfos.make_self_play_train("ipd", settings, decay=0.5)
+    run = jax.jit(jax.vmap(lambda key: advance(init(key), 0, settings.meta_episodes)))(mfos.seed_keys([0, 1]))
     vs_nl = np.asarray(run.vs_nl)
     assert vs_nl.shape == (2, 4) and vs_nl[:, 0].all() and not vs_nl[:, 2:].any()
     rewards, opponents = np.asarray(run.rewards), np.asarray(run.opponent_rewards)
@@ -258,6 +258,21 @@ def test_cli_rejects_a_file_or_a_used_directory_as_out(tmp_path):
         mfos.run_cli(_parse("--out", str(tmp_path)))
 
 
+def test_cli_trains_then_resume_finds_the_finished_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert mfos.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(out))) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["meta_episodes"] == TINY.meta_episodes and config["seeds"] == [0, 1]
+    first = (out / "metrics.csv").read_text()
+    assert mfos.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(out), "--resume")) == 0
+    assert f"resumed after meta-episode {TINY.meta_episodes}" in capsys.readouterr().out
+    assert (out / "metrics.csv").read_text() == first
+    with pytest.raises(ConfigError, match="settings differ from the run"):
+        mfos.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--seeds", "1", "--out", str(out), "--resume"))
+    with pytest.raises(ConfigError, match="needs --out with an M-FOS run"):
+        mfos.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(tmp_path / "none"), "--resume"))
+
+
 def test_cli_rejects_unknown_choices():
     with pytest.raises(SystemExit) as exit_:
         _parse("--game", "chess")
@@ -279,3 +294,13 @@ def test_cpu_preset_reaches_the_ipd_target():
 def test_cpu_preset_wins_matching_pennies():
     result = mfos.run_vs_learner("imp", "nl", mfos.PRESETS["cpu"], [0, 1, 2, 3])
     assert result["final"]["mfos"]["mean"] > 0.6
+
+
+def test_a_killed_mfos_run_resumes_to_the_same_numbers(tmp_path):
+    full = mfos.run_vs_learner("ipd", "nl", TINY, [0, 1], checkpoint_dir=tmp_path / "full", chunk=1)
+    cut = dict(checkpoint_dir=tmp_path / "cut", chunk=1)
+    assert mfos.run_vs_learner("ipd", "nl", TINY, [0, 1], stop_after_chunks=2, **cut) is None
+    resumed = mfos.run_vs_learner("ipd", "nl", TINY, [0, 1], resume=True, **cut)
+    assert resumed["resumed_from_meta_episode"] == 2
+    np.testing.assert_array_equal(resumed["rewards"], full["rewards"])
+    assert np.isfinite(full["rewards"]).all()

@@ -16,7 +16,9 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import time
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -155,6 +157,56 @@ def one_by_one(fn, placement: Placement, num_shared_args: int = 0):
     # branch of a cond; they are per-member values all the same.
     return jax.jit(jax.shard_map(per_device, mesh=placement.mesh, in_specs=(members,) + (shared,) * num_shared_args,
                                  out_specs=members, check_vma=False))
+
+
+def batched(fn, placement: Placement, num_shared_args: int = 0):
+    """`fn(member, *shared)` vmapped over the member axis and jitted, the members sharded over the devices."""
+    in_axes = (0,) + (None,) * num_shared_args
+    return jax.jit(jax.vmap(fn, in_axes=in_axes),
+                   in_shardings=(placement.sharding,) + (placement.replicated,) * num_shared_args,
+                   out_shardings=placement.sharding)
+
+
+def run_chunks(advance, runs, placement: Placement, num_members: int, total: int, checkpoint_dir=None,
+               resume: bool = False, chunk: int | None = None, stop_after_chunks: int | None = None,
+               on_chunk=None) -> tuple[Any, dict] | None:
+    """Drive a member program `advance(runs, start, stop)` (from `batched` or `one_by_one`) over steps
+    0..total-1 in chunks, with an orbax checkpoint of the members (gathered to the host) after each.
+
+    `resume` continues from the last checkpoint; chunks compose exactly, so the result is the one an
+    uninterrupted run gives. `on_chunk(done, host_runs)` reports progress. Returns (runs, timing) with
+    compile_s, run_s and the step it started from, or None once `stop_after_chunks` chunks ran (tests).
+    """
+    from purerl.checkpoint import Checkpointer
+
+    int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    tick = time.perf_counter()
+    compiled = advance.lower(runs, int32(0), int32(0)).compile()
+    timing = {"compile_s": time.perf_counter() - tick, "run_s": 0.0, "first": 0}
+    checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
+    done = 0
+    if resume and checkpointer is not None and checkpointer.latest() is not None:
+        host, done = checkpointer.restore(placement.get(runs, num_members))
+        runs, timing["first"] = placement.put(host), done
+    chunk = chunk or max(1, total // 20)
+    chunks_done = 0
+    while done < total:
+        stop = min(done + chunk, total)
+        tick = time.perf_counter()
+        runs = jax.block_until_ready(compiled(runs, int32(done), int32(stop)))
+        timing["run_s"] += time.perf_counter() - tick
+        done, chunks_done = stop, chunks_done + 1
+        if checkpointer is not None or on_chunk is not None:
+            host = placement.get(runs, num_members)  # every process joins the gather
+            if checkpointer is not None and is_writer():
+                checkpointer.save(done, host)
+            if on_chunk is not None:
+                on_chunk(done, host)
+        if stop_after_chunks is not None and chunks_done >= stop_after_chunks and done < total:
+            break
+    if checkpointer is not None:
+        checkpointer.close()
+    return (runs, timing) if done == total else None
 
 
 def barrier(name: str) -> None:

@@ -102,7 +102,9 @@ class PPO:
         self.value_loss = value_loss
         self.observe = observe if observe is not None else FullObservation()
         self.observation_shape = self.observe.shape(self.env.observation_shape)
-        self.network = network if network is not None else ActorCritic(self.env.action_space, tuple(config.hidden_sizes), config.activation)
+        if network is None:
+            network = ActorCritic(self.env.action_space, tuple(config.hidden_sizes), config.activation)
+        self.network = network
         if self.network.recurrent and config.num_envs % config.num_minibatches:
             raise ConfigError(f"a recurrent network keeps whole sequences in a minibatch: num-envs={config.num_envs} "
                               f"is not divisible by num-minibatches={config.num_minibatches}")
@@ -192,7 +194,7 @@ class PPO:
         return state, trajectory
 
     # ------------------------------------------------------------------- GAE
-    def advantages(self, params, trajectory: Transition, carry, hp: HyperParams) -> tuple[jax.Array, jax.Array, jax.Array]:
+    def advantages(self, params, trajectory: Transition, carry, hp: HyperParams):
         """(values, advantages, targets), each [num_steps, num_envs], for a rollout begun from memory `carry`.
 
         The next-state value comes from `bootstrap_obs`, so a truncated step

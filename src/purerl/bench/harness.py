@@ -156,7 +156,8 @@ def write_report(records: list[dict], out_md: Path) -> Path:
     out_md = Path(out_md)
     plots = out_md.parent / "benchmarks"
     plots.mkdir(parents=True, exist_ok=True)
-    first = records[0]
+    width_records = [r for r in records if "rows" in r]
+    first = (width_records or records)[0]
     m, v = first["machine"], first["versions"]
     lines = [
         "# Benchmarks",
@@ -170,7 +171,6 @@ def write_report(records: list[dict], out_md: Path) -> Path:
         "(compile excluded); agents per hour include the compile.",
         "",
     ]
-    width_records = [r for r in records if "rows" in r]
     for record in width_records:
         lines += _task_section(record)
     if width_records:
@@ -251,8 +251,10 @@ def _devices_section(record: dict) -> list[str]:
 
 def _floor_section(records: list[dict]) -> list[str]:
     lines = ["## How far from the hardware floor", "",
-             "FLOPs per update come from XLA's cost analysis of the compiled update; the floor is a 2048x2048 "
-             "float32 matmul timed in the same process (it uses every core). Rollout and learning time are per env "
+             "FLOPs per update are composed from XLA's cost analysis of loop-free pieces (one rollout step x "
+             "steps, one gradient step x epochs x minibatches, the advantages), because XLA counts a loop body once "
+             "whatever its trip count. The floor is a 2048x2048 float32 matmul timed in the same process (it uses "
+             "every core). Rollout and learning time are per env "
              "step of one device's share of the seeds, timed alone; with several devices the shares run in parallel.",
              "", "| task | seeds | devices | FLOPs/update | achieved FLOP/s | matmul FLOP/s | fraction | rollout us/step | "
              "learn us/step |", "|---|---|---|---|---|---|---|---|---|"]

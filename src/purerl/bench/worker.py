@@ -79,7 +79,8 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
     if floor:
         per_device = placement.padded(seeds) // placement.num_devices
         host_hps = jax.tree.map(lambda x: x[:per_device], members.hyperparams.as_arrays())
-        result.update(floor_analysis(train, members.keys()[:per_device], host_hps, config, placement.num_devices, run_s))
+        result.update(floor_analysis(train, members.keys()[:per_device], host_hps, config, placement.num_devices,
+                                     run_s))
     return result
 
 

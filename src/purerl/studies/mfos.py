@@ -25,6 +25,7 @@ import datetime
 import json
 import math
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from purerl.envs import games
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
 from purerl.nets import init_params
+from purerl.population import Placement, batched, run_chunks
 
 META_EPISODE = 100  # meta-steps (inner games) per meta-episode
 OPPONENT_SEAT, MFOS_SEAT = 0, 1
@@ -234,13 +236,32 @@ def mamaml_init(game: str, seat: int, steps: int, seed: int = 0) -> jax.Array:
 
 
 # ============================================================ M-FOS vs a learner
-class MFOSRun(NamedTuple):
-    state: RunnerState  # the M-FOS agent after training (PPO's runner state)
-    rewards: jax.Array  # [meta_episodes, 2]: mean reward per step of [M-FOS, opponent] in each meta-episode
+class MetaRun(NamedTuple):
+    state: RunnerState  # the M-FOS agent (PPO's runner state)
+    log: jax.Array  # [meta_episodes, columns], one row per meta-episode; NaN for those not run yet
+
+
+def meta_training(ppo: PPO, hp: HyperParams, meta_episodes: int, columns: int, log_row):
+    """(init, advance) for PPO trained one meta-episode per update: `init(key) -> MetaRun`, then
+    `advance(run, start, stop)` plays meta-episodes start..stop-1 and logs `log_row(state)` after each.
+    Chunks compose exactly, so a run can checkpoint between them (`population.run_chunks`)."""
+
+    def init(key: jax.Array) -> MetaRun:
+        return MetaRun(ppo.init(key, hp), jnp.full((meta_episodes, columns), jnp.nan))
+
+    def advance(run: MetaRun, start, stop) -> MetaRun:
+        def meta_episode(index, run):
+            state = ppo.update(index, run.state, hp, None)
+            return MetaRun(state, run.log.at[index].set(log_row(state)))
+
+        return jax.lax.fori_loop(start, stop, meta_episode, run)
+
+    return init, advance
 
 
 def make_mfos_train(game: str, opponent: str, settings: Settings, mamaml_logits: jax.Array | None = None):
-    """(ppo, train): `train(key) -> MFOSRun`, the library's PPO on `EpisodeStats(MetaGame(...))`.
+    """(ppo, init, advance): the library's PPO on `EpisodeStats(MetaGame(...))`, logging [M-FOS, opponent]
+    mean reward per step of every meta-episode.
 
     Each PPO update is one meta-episode of every game (a rollout of exactly 100
     meta-steps, aligned with the time limit), after which the meta-game's state
@@ -248,19 +269,9 @@ def make_mfos_train(game: str, opponent: str, settings: Settings, mamaml_logits:
     """
     env = EpisodeStats(MetaGame(game, opponent, mamaml_init=mamaml_logits))
     ppo = make_train(ppo_config(settings), env=env)
-    hp = HYPERPARAMS.as_arrays()
-
-    def train(key: jax.Array) -> MFOSRun:
-        state = ppo.init(key, hp)
-
-        def meta_episode(state, index):
-            state = ppo.update(index, state, hp, None)
-            return state, state.env_state.env_state.last_episode.mean(axis=0)
-
-        state, rewards = jax.lax.scan(meta_episode, state, jnp.arange(settings.meta_episodes))
-        return MFOSRun(state, rewards)
-
-    return ppo, train
+    init, advance = meta_training(ppo, HYPERPARAMS.as_arrays(), settings.meta_episodes, 2,
+                                  lambda state: state.env_state.env_state.last_episode.mean(axis=0))
+    return ppo, init, advance
 
 
 # =================================================================== self-play
@@ -311,13 +322,15 @@ class SelfPlayGame:
 
 class SelfPlayRun(NamedTuple):
     agents: RunnerState  # both agents' params, optimiser and normaliser states, stacked on axis 0
-    rewards: jax.Array  # [meta_episodes, 2] mean reward per step of agents 0 and 1
+    key: jax.Array
+    rewards: jax.Array  # [meta_episodes, 2] mean reward per step of agents 0 and 1 (NaN: not run yet)
     opponent_rewards: jax.Array  # [meta_episodes, 2] of whoever each agent faced (its NL, or the other agent)
     vs_nl: jax.Array  # [meta_episodes] bool
 
 
 def make_self_play_train(game: str, settings: Settings, decay: float | None = None):
-    """(ppo, train): `train(key) -> SelfPlayRun`, two M-FOS agents trained with meta self-play.
+    """(ppo, init, advance): two M-FOS agents trained with meta self-play; `init(key) -> SelfPlayRun`, then
+    `advance(run, start, stop)` plays meta-episodes start..stop-1.
 
     The loop is PPO's own update, written for two agents: one rollout of a whole
     meta-episode of every game with both policies acting, then for each agent
@@ -360,7 +373,8 @@ def make_self_play_train(game: str, settings: Settings, decay: float | None = No
             timestep = Timestep(next_obs, rewards, never, last, next_obs, {})
             reward_stats, scaled = both(ppo.reward_norm.update_and_normalize, in_axes=(0, 0, None))(
                 reward_stats, timestep, hp.gamma)
-            transition = Transition(obs=obs, reset=jnp.full((2, num_games), t == 0), action=actions, log_prob=log_prob, reward=scaled, terminated=never,
+            transition = Transition(obs=obs, reset=jnp.full((2, num_games), t == 0), action=actions,
+                                    log_prob=log_prob, reward=scaled, terminated=never,
                                     done=last, bootstrap_obs=next_obs, episode_done=last,
                                     episode_return=rewards, episode_length=jnp.full((2, num_games), t + 1))
             return (state, next_obs, reward_stats, key), (transition, opponent_rewards)
@@ -373,24 +387,26 @@ def make_self_play_train(game: str, settings: Settings, decay: float | None = No
     def learn(agent: RunnerState, trajectory: Transition):
         return ppo.learn_from(agent, trajectory, agent.carry, None, hp)[0]
 
-    def train(key: jax.Array) -> SelfPlayRun:
+    def init(key: jax.Array) -> SelfPlayRun:
         agent_keys = jax.random.split(key, 3)
         agents = jax.tree.map(lambda *x: jnp.stack(x), init_agent(agent_keys[0]), init_agent(agent_keys[1]))
+        episodes = settings.meta_episodes
+        return SelfPlayRun(agents, agent_keys[2], jnp.full((episodes, 2), jnp.nan), jnp.full((episodes, 2), jnp.nan),
+                           jnp.zeros(episodes, bool))
 
-        def meta_episode(carry, episode):
-            agents, key = carry
-            key, coin_key, rollout_key = jax.random.split(key, 3)
+    def advance(run: SelfPlayRun, start, stop) -> SelfPlayRun:
+        def meta_episode(episode, run):
+            key, coin_key, rollout_key = jax.random.split(run.key, 3)
             vs_nl = jax.random.uniform(coin_key) < nl_probability(episode, decay)
-            agents, trajectory, opponent_rewards = rollout(agents, rollout_key, vs_nl)
+            agents, trajectory, opponent_rewards = rollout(run.agents, rollout_key, vs_nl)
             agents = both(learn)(agents, trajectory)
-            row = (trajectory.episode_return.mean(axis=(1, 2)), opponent_rewards.mean(axis=(0, 2)), vs_nl)
-            return (agents, key), row
+            return SelfPlayRun(agents, key, run.rewards.at[episode].set(trajectory.episode_return.mean(axis=(1, 2))),
+                               run.opponent_rewards.at[episode].set(opponent_rewards.mean(axis=(0, 2))),
+                               run.vs_nl.at[episode].set(vs_nl))
 
-        (agents, _), (rewards, opponent_rewards, vs_nl) = jax.lax.scan(
-            meta_episode, (agents, agent_keys[2]), jnp.arange(settings.meta_episodes))
-        return SelfPlayRun(agents, rewards, opponent_rewards, vs_nl)
+        return jax.lax.fori_loop(start, stop, meta_episode, run)
 
-    return ppo, train
+    return ppo, init, advance
 
 
 # =================================================================== baselines
@@ -563,12 +579,22 @@ def final_window(meta_episodes: int) -> int:
     return max(1, meta_episodes // 10)
 
 
-def _timed(fn, *args):
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    compiled_at = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    return out, compiled_at - start, time.perf_counter() - compiled_at
+def train_members(init, advance, seeds: list[int], total: int, member_program=batched, checkpoint_dir=None,
+                  resume: bool = False, chunk: int | None = None, stop_after_chunks: int | None = None,
+                  on_chunk=None) -> tuple[object, dict] | None:
+    """One member per seed, sharded over the devices: `init(key)`, then `advance(run, start, stop)` over
+    `total` meta-episodes in checkpointed chunks (`population.run_chunks`). Returns the members' final
+    state as host arrays and the timing, or None if stopped early."""
+    placement = Placement.for_members(len(seeds))
+    tick = time.perf_counter()
+    runs = member_program(init, placement)(placement.put(seed_keys(seeds)))
+    init_s = time.perf_counter() - tick
+    finished = run_chunks(member_program(advance, placement, 2), runs, placement, len(seeds), total,
+                          checkpoint_dir, resume, chunk, stop_after_chunks, on_chunk)
+    if finished is None:
+        return None
+    runs, timing = finished
+    return placement.get(runs, len(seeds)), {**timing, "compile_s": init_s + timing["compile_s"]}
 
 
 def summarize_seeds(values: np.ndarray) -> dict:
@@ -590,16 +616,20 @@ def _summaries(per_seed: np.ndarray, names: tuple[str, str]) -> dict:
 
 
 def run_vs_learner(game: str, opponent: str, settings: Settings, seeds: list[int],
-                   mamaml_logits: jax.Array | None = None) -> dict:
-    """Train M-FOS against `opponent` on every seed (one vmapped program), then analyse its late policy."""
+                   mamaml_logits: jax.Array | None = None, **chunking) -> dict | None:
+    """Train M-FOS against `opponent` on every seed (vmapped, sharded over the devices), then analyse its
+    late policy. `chunking` goes to `train_members` (checkpoint_dir, resume, ...)."""
     check_pairing(game, opponent)
     logits = None
     if opponent == "mamaml":
         logits = mamaml_init(game, OPPONENT_SEAT, settings.mamaml_steps) if mamaml_logits is None else mamaml_logits
-    ppo, train = make_mfos_train(game, opponent, settings, logits)
+    ppo, init, advance = make_mfos_train(game, opponent, settings, logits)
+    finished = train_members(init, advance, seeds, settings.meta_episodes, **chunking)
+    if finished is None:
+        return None
+    run, timing = finished
     keys = seed_keys(seeds)
-    run, compile_s, run_s = _timed(jax.vmap(train), keys)
-    rewards = np.asarray(run.rewards, float)  # [seeds, episodes, 2]
+    rewards = run.log.astype(float)  # [seeds, episodes, 2]
     window = final_window(settings.meta_episodes)
     final = rewards[:, -window:].mean(axis=1)
 
@@ -611,18 +641,22 @@ def run_vs_learner(game: str, opponent: str, settings: Settings, seeds: list[int
         "game": game, "opponent": opponent, "seeds": seeds, "final_window": window,
         "final": _summaries(final, ("mfos", "opponent")), "final_by_seed": final.tolist(),
         "rewards": rewards, "analysis": extortion_analysis(pooled, game), "trajectory": pooled,
-        "ppo_metrics": {k: np.asarray(v) for k, v in run.state.metrics.items()},  # [seeds, meta-episodes]
-        "compile_s": compile_s, "run_s": run_s,
+        "ppo_metrics": dict(run.state.metrics),  # [seeds, meta-episodes]
+        "compile_s": timing["compile_s"], "run_s": timing["run_s"], "resumed_from_meta_episode": timing["first"],
         "mamaml_init": None if logits is None else np.asarray(logits).tolist(),
     }
 
 
-def run_self_play(game: str, settings: Settings, seeds: list[int], decay: float | None = None) -> dict:
+def run_self_play(game: str, settings: Settings, seeds: list[int], decay: float | None = None,
+                  **chunking) -> dict | None:
     """Meta self-play on every seed; final numbers over the last self-play meta-episodes."""
     check_pairing(game, "self")
-    _, train = make_self_play_train(game, settings, decay)
-    run, compile_s, run_s = _timed(jax.vmap(train), seed_keys(seeds))
-    rewards = np.asarray(run.rewards, float)  # [seeds, episodes, 2]
+    _, init, advance = make_self_play_train(game, settings, decay)
+    finished = train_members(init, advance, seeds, settings.meta_episodes, **chunking)
+    if finished is None:
+        return None
+    run, timing = finished
+    rewards = run.rewards.astype(float)  # [seeds, episodes, 2]
     vs_nl = np.asarray(run.vs_nl, bool)
     window = final_window(settings.meta_episodes)
     final = np.full((len(seeds), 2), np.nan)
@@ -634,8 +668,8 @@ def run_self_play(game: str, settings: Settings, seeds: list[int], decay: float 
         "game": game, "opponent": "self", "seeds": seeds, "final_window": window,
         "nl_decay": settings.nl_decay if decay is None else decay,
         "final": _summaries(final, ("agent0", "agent1")), "final_by_seed": final.tolist(),
-        "rewards": rewards, "opponent_rewards": np.asarray(run.opponent_rewards, float), "vs_nl": vs_nl,
-        "compile_s": compile_s, "run_s": run_s,
+        "rewards": rewards, "opponent_rewards": run.opponent_rewards.astype(float), "vs_nl": vs_nl,
+        "compile_s": timing["compile_s"], "run_s": timing["run_s"], "resumed_from_meta_episode": timing["first"],
     }
 
 
@@ -727,19 +761,22 @@ def _jsonable(result: dict) -> dict:
     return {k: v for k, v in result.items() if k not in drop}
 
 
+def run_config(game: str, opponent: str, settings: Settings, seeds: list[int], preset: str) -> dict:
+    """Everything that fixes a run (config.json); a resumed run must match it."""
+    return {"command": "mfos", "game": game, "opponent": opponent, "preset": preset,
+            "settings": dataclasses.asdict(settings), "ppo": dataclasses.asdict(ppo_config(settings)),
+            "hyperparams": {k: float(v) for k, v in HYPERPARAMS._asdict().items()}, "seeds": seeds,
+            "meta_episode": META_EPISODE, "inner_lr": INNER_LR}
+
+
 def write_run(out: Path, result: dict, settings: Settings, preset: str) -> None:
-    """config.json, metrics.csv (per meta-episode and seed), summary.json, rewards.png, policies.png."""
+    """metrics.csv (per meta-episode and seed), summary.json, rewards.png, policies.png (config.json is
+    written when the run starts)."""
     import csv
     import io
 
     from purerl import results
 
-    out.mkdir(parents=True, exist_ok=True)
-    config = {"command": "mfos", "game": result["game"], "opponent": result["opponent"], "preset": preset,
-              "settings": dataclasses.asdict(settings), "ppo": dataclasses.asdict(ppo_config(settings)),
-              "hyperparams": {k: float(v) for k, v in HYPERPARAMS._asdict().items()}, "seeds": result["seeds"],
-              "meta_episode": META_EPISODE, "inner_lr": INNER_LR}
-    results.write_atomic(out / "config.json", json.dumps(config, indent=2))
     names = ("agent0", "agent1") if result["opponent"] == "self" else ("mfos", "opponent")
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -922,9 +959,10 @@ def add_arguments(subparsers) -> None:
     parser.add_argument("--out", type=Path, help="train: run directory (default runs/mfos-GAME-OPPONENT-TIME)")
     parser.add_argument("--overwrite", action="store_true", help="train: replace a non-empty --out")
     parser.add_argument("--resume", action="store_true",
-                        help="coin: continue the run in --out from its last checkpoint (same settings)")
-    parser.add_argument("--report", type=Path, default=Path("docs/results/mfos.md"),
-                        help="table: markdown report; its data and plots go to REPORT_STEM/ beside it")
+                        help="train: continue the run in --out from its last checkpoint (same settings)")
+    parser.add_argument("--report", type=Path,
+                        help="table: markdown report (default docs/results/mfos.md); coin: also write this report "
+                             "of the run; its data and plots go to REPORT_STEM/ beside it")
 
 
 def run_cli(args) -> int:
@@ -941,22 +979,24 @@ def run_cli(args) -> int:
         chosen = (args.game,) if args.game else GAME_NAMES
         for game in chosen:
             check_pairing(game, "nl")
-        if args.report.exists() and args.report.is_dir():
-            raise ConfigError(f"--report {args.report} is a directory; give a .md path")
-        record = run_table(settings, seeds, args.report, chosen, preset)
-        print(f"report: {args.report} ({record['elapsed_s'] / 60:.1f} min)")
+        report = _report_path(args.report or Path("docs/results/mfos.md"))
+        record = run_table(settings, seeds, report, chosen, preset)
+        print(f"report: {report} ({record['elapsed_s'] / 60:.1f} min)")
         return 0
     game, opponent = args.game or "ipd", args.opponent or "nl"
     check_pairing(game, opponent)
-    out = _out_dir(args, game, opponent)
+    out = _prepare_out(args, game, opponent, run_config(game, opponent, settings, seeds, preset))
+    chunking = dict(checkpoint_dir=out / "checkpoint", resume=args.resume)
     if opponent == "self":
-        result = run_self_play(game, settings, seeds)
+        result = run_self_play(game, settings, seeds, **chunking)
         names = ("agent0", "agent1")
     else:
-        result = run_vs_learner(game, opponent, settings, seeds)
+        result = run_vs_learner(game, opponent, settings, seeds, **chunking)
         names = ("mfos", "opponent")
     write_run(out, result, settings, preset)
     window = result["final_window"]
+    if result["resumed_from_meta_episode"]:
+        print(f"resumed after meta-episode {result['resumed_from_meta_episode']}")
     print(f"{game.upper()} M-FOS vs {opponent.upper()}, preset {preset}: {settings.num_games} games x "
           f"{settings.meta_episodes} meta-episodes, {len(seeds)} seeds "
           f"(compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s)")
@@ -977,12 +1017,32 @@ def run_cli(args) -> int:
     return 0
 
 
-def _out_dir(args, game: str, opponent: str) -> Path:
+def _report_path(report: Path) -> Path:
+    if report.exists() and report.is_dir():
+        raise ConfigError(f"--report {report} is a directory; give a .md path")
+    return report
+
+
+def _prepare_out(args, game: str, opponent: str, config: dict) -> Path:
+    """The run directory: with --resume, the existing run with the same config; else a new (or
+    --overwrite) one, with config.json written before anything trains."""
+    from purerl import results
+
+    if args.resume:
+        out = args.out
+        if out is None or not (out / "config.json").is_file():
+            raise ConfigError(f"--resume needs --out with an M-FOS run in it; {out} has none")
+        if json.loads((out / "config.json").read_text()) != json.loads(json.dumps(config)):
+            raise ConfigError(f"--resume: these settings differ from the run in {out} (see its config.json)")
+        return out
     out = args.out or Path("runs") / f"mfos-{game}-{opponent}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output path {out} exists and is not a directory")
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ConfigError(f"output directory {out} is not empty; choose another --out or pass --overwrite")
+    shutil.rmtree(out / "checkpoint", ignore_errors=True)  # --overwrite: never resume another run's state
+    out.mkdir(parents=True, exist_ok=True)
+    results.write_atomic(out / "config.json", json.dumps(config, indent=2))
     return out
 
 
@@ -1005,25 +1065,18 @@ def _run_coin_cli(args, what: str) -> int:
     if args.seed < 0:
         raise ConfigError(f"--seed must be non-negative, got {args.seed}")
     seeds = list(range(args.seed, args.seed + settings.seeds))
-    config = mfos_coin.run_config(settings, seeds, preset)
-    if args.resume:
-        out = args.out
-        if out is None or not (out / "config.json").is_file():
-            raise ConfigError(f"--resume needs --out with a coin-game run in it; {out} has none")
-        if json.loads((out / "config.json").read_text()) != json.loads(json.dumps(config)):
-            raise ConfigError(f"--resume: these settings differ from the run in {out} (see its config.json)")
-    else:
-        out = _out_dir(args, "coin", "ppo")
-        shutil.rmtree(out / "checkpoint", ignore_errors=True)  # --overwrite: never resume someone else's state
-        out.mkdir(parents=True, exist_ok=True)
-        from purerl import results
-
-        results.write_atomic(out / "config.json", json.dumps(config, indent=2))
+    report = _report_path(args.report) if args.report else None
+    out = _prepare_out(args, "coin", "ppo", mfos_coin.run_config(settings, seeds, preset))
     result = mfos_coin.run(settings, seeds, out / "checkpoint", resume=args.resume)
     mfos_coin.write_results(out, result, preset)
+    if result["resumed_from_meta_episode"]:
+        print(f"resumed after meta-episode {result['resumed_from_meta_episode']}")
+    if report:
+        mfos_coin.write_report(report, result, settings, preset, "purerl " + " ".join(sys.argv[1:]))
+        print(f"report: {report}")
     print(f"coin game, M-FOS vs PPO, preset {preset}: {settings.num_boards} boards x {settings.meta_episodes} "
-          f"meta-episodes, {len(seeds)} seeds (compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s, "
-          f"{result['steps_per_s']:,.0f} board steps/s)")
+          f"meta-episodes, {len(seeds)} seeds (compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s)"
+          f"{mfos_coin.speed_note(result)}")
     for name in mfos_coin.LOG_COLUMNS:
         print(f"  {name:23s} over the last {result['final_window']} meta-episodes: {_cell(result['final'][name])}")
     print(f"results in {out}/ (summary.json, metrics.csv, learning.png)")

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -42,7 +41,7 @@ from purerl.envs.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
 from purerl.nets import ConvActorCritic, ConvGRUActorCritic, init_params
-from purerl.population import Placement, one_by_one
+from purerl.population import one_by_one
 
 INNER_STEPS = 16  # steps per inner episode
 INNER_EPISODES = 16  # inner episodes per meta-episode
@@ -85,7 +84,8 @@ class CoinSettings:
 
 PRESETS: dict[str, CoinSettings] = {
     "paper": CoinSettings(512, 1000, 3, 16, "the authors' scale: 512 boards x 1000 meta-episodes (one GPU)"),
-    "cpu": CoinSettings(32, 12, 2, 16, "smoke run on a 2-core CPU: 32 boards x 12 meta-episodes, 2 seeds (about 2 min)"),
+    "cpu": CoinSettings(32, 12, 2, 16,
+                        "smoke run on a 2-core CPU: 32 boards x 12 meta-episodes, 2 seeds (about 2 min)"),
     "tiny": CoinSettings(4, 2, 1, 4, "test: 4 boards x 2 meta-episodes"),
 }
 
@@ -156,19 +156,11 @@ class CoinGameMeta(Env):
 
     def reset_batch(self, keys):
         boards = jax.vmap(self.game.reset)(keys)
-        memory = Transition(
-            obs=jnp.zeros((INNER_STEPS, self.num_boards) + CoinGame.observation_shape),
-            reset=jnp.zeros((INNER_STEPS, self.num_boards), bool),
-            action=jnp.zeros((INNER_STEPS, self.num_boards), jnp.int32),
-            log_prob=jnp.zeros((INNER_STEPS, self.num_boards)),
-            reward=jnp.zeros((INNER_STEPS, self.num_boards)),
-            terminated=jnp.zeros((INNER_STEPS, self.num_boards), bool),
-            done=jnp.zeros((INNER_STEPS, self.num_boards), bool),
-            bootstrap_obs=jnp.zeros((INNER_STEPS, self.num_boards) + CoinGame.observation_shape),
-            episode_done=jnp.zeros((INNER_STEPS, self.num_boards), bool),
-            episode_return=jnp.zeros((INNER_STEPS, self.num_boards)),
-            episode_length=jnp.zeros((INNER_STEPS, self.num_boards), jnp.int32),
-        )
+        shapes = {"obs": CoinGame.observation_shape, "bootstrap_obs": CoinGame.observation_shape}
+        dtypes = {"action": jnp.int32, "episode_length": jnp.int32,
+                  **{flag: bool for flag in ("reset", "terminated", "done", "episode_done")}}
+        memory = Transition(**{field: jnp.zeros((INNER_STEPS, self.num_boards) + shapes.get(field, ()),
+                                                dtypes.get(field, jnp.float32)) for field in Transition._fields})
         state = CoinMetaState(boards, self._fresh_opponent(jax.random.fold_in(keys[0], 7)), memory, jnp.int32(0),
                               jnp.int32(0), jnp.zeros((self.num_boards, 6)), jnp.full(4, jnp.nan))
         return self._observe(boards, jnp.zeros((self.num_boards, 2)), jnp.bool_(True)), state
@@ -238,82 +230,45 @@ def mfos_config(settings: CoinSettings) -> PPOConfig:
                      num_minibatches=1, anneal_lr=False, normalize_reward=True, normalize_advantages=True)
 
 
-class CoinRun(NamedTuple):
-    state: RunnerState
-    log: jax.Array  # [meta_episodes, 4] LOG_COLUMNS; NaN for meta-episodes not run yet
-
-
 def make_coin_train(settings: CoinSettings):
-    """(ppo, init, run): M-FOS (conv + GRU) trained by PPO against PPO learners.
+    """(ppo, init, advance): M-FOS (conv + GRU) trained by PPO against PPO learners, one meta-episode per
+    update, logging LOG_COLUMNS per meta-episode (`mfos.meta_training`)."""
+    from purerl.studies.mfos import meta_training
 
-    `init(key) -> CoinRun`, then `run(coin_run, start, stop)` plays meta-episodes
-    start..stop-1 (one PPO update each); chunks compose exactly, so a long run
-    checkpoints between them and resumes bit-for-bit.
-    """
     env = EpisodeStats(CoinGameMeta(settings.num_boards))
     network = ConvGRUActorCritic(ACTIONS, channels=settings.channels, features=settings.channels)
     ppo = PPO(mfos_config(settings), env=env, network=network)
-    hp = MFOS_HP.as_arrays()
-
-    def init(key: jax.Array) -> CoinRun:
-        return CoinRun(ppo.init(key, hp), jnp.full((settings.meta_episodes, len(LOG_COLUMNS)), jnp.nan))
-
-    def run(coin_run: CoinRun, start, stop) -> CoinRun:
-        def meta_episode(index, coin_run):
-            state = ppo.update(index, coin_run.state, hp, None)
-            return CoinRun(state, coin_run.log.at[index].set(state.env_state.env_state.last_meta))
-
-        return jax.lax.fori_loop(start, stop, meta_episode, coin_run)
-
-    return ppo, init, run
+    init, advance = meta_training(ppo, MFOS_HP.as_arrays(), settings.meta_episodes, len(LOG_COLUMNS),
+                                  lambda state: state.env_state.env_state.last_meta)
+    return ppo, init, advance
 
 
 def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = None, resume: bool = False,
         chunk: int | None = None, stop_after_chunks: int | None = None, log=print) -> dict | None:
-    """Train every seed (sharded over the devices, one after another on each), in chunks of
-    meta-episodes with a checkpoint after each; `resume` continues from the last one. Returns None
-    if stopped early."""
-    from purerl.checkpoint import Checkpointer
-    from purerl.studies.mfos import _summaries, final_window, seed_keys
+    """Train every seed (sharded over the devices, one after another on each: `population.one_by_one`),
+    in chunks of meta-episodes with a checkpoint after each; `resume` continues from the last one.
+    Returns None if stopped early."""
+    from purerl.studies.mfos import _summaries, final_window, train_members
 
-    _, init, run_chunk = make_coin_train(settings)
-    placement = Placement.for_members(len(seeds))
-    start = time.perf_counter()
-    runs = one_by_one(init, placement)(placement.put(seed_keys(seeds)))
-    int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    compiled = one_by_one(run_chunk, placement, 2).lower(runs, int32(0), int32(0)).compile()
-    compile_s = time.perf_counter() - start
-    checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
-    done = first = 0
-    if resume and checkpointer is not None and checkpointer.latest() is not None:
-        host, done = checkpointer.restore(placement.get(runs, len(seeds)))
-        runs, first = placement.put(host), done
-        log(f"resumed after meta-episode {done}")
-    chunk = chunk or max(1, settings.meta_episodes // 20)
-    run_s, chunks_done = 0.0, 0
-    while done < settings.meta_episodes:
-        stop = min(done + chunk, settings.meta_episodes)
-        tick = time.perf_counter()
-        runs = jax.block_until_ready(compiled(runs, int32(done), int32(stop)))
-        run_s += time.perf_counter() - tick
-        done, chunks_done = stop, chunks_done + 1
-        if checkpointer is not None:
-            checkpointer.save(done, placement.get(runs, len(seeds)))
-        rewards = placement.get(runs.log, len(seeds))[:, done - 1, :2].mean(axis=0)
+    def progress(done, runs):
+        rewards = runs.log[:, done - 1, :2].mean(axis=0)
         log(f"meta-episode {done}/{settings.meta_episodes}: M-FOS {rewards[0]:+.3f}, opponent {rewards[1]:+.3f} "
             f"per step")
-        if stop_after_chunks is not None and chunks_done >= stop_after_chunks and done < settings.meta_episodes:
-            checkpointer.close()
-            return None
-    if checkpointer is not None:
-        checkpointer.close()
-    log_rows = placement.get(runs.log, len(seeds)).astype(float)  # [seeds, meta_episodes, 4]
+
+    _, init, advance = make_coin_train(settings)
+    finished = train_members(init, advance, seeds, settings.meta_episodes, one_by_one, checkpoint_dir, resume,
+                             chunk, stop_after_chunks, progress)
+    if finished is None:
+        return None
+    runs, timing = finished
+    log_rows = runs.log.astype(float)  # [seeds, meta_episodes, 4]
     window = final_window(settings.meta_episodes)
     final = log_rows[:, -window:].mean(axis=1)
+    ran = settings.meta_episodes - timing["first"]
     return {"game": "coin", "opponent": "ppo", "seeds": seeds, "final_window": window, "log": log_rows,
-            "final": _summaries(final, LOG_COLUMNS), "compile_s": compile_s, "run_s": run_s,
-            "resumed_from_meta_episode": first,
-            "steps_per_s": len(seeds) * settings.num_boards * META_STEPS * (settings.meta_episodes - first) / run_s}
+            "final": _summaries(final, LOG_COLUMNS), "compile_s": timing["compile_s"], "run_s": timing["run_s"],
+            "resumed_from_meta_episode": timing["first"],
+            "steps_per_s": len(seeds) * settings.num_boards * META_STEPS * ran / timing["run_s"] if ran else None}
 
 
 def run_config(settings: CoinSettings, seeds: list[int], preset: str) -> dict:
@@ -329,7 +284,6 @@ def run_config(settings: CoinSettings, seeds: list[int], preset: str) -> dict:
 def write_results(out: Path, result: dict, preset: str) -> None:
     """metrics.csv (per meta-episode and seed), summary.json and learning.png."""
     from purerl import results
-    from purerl.studies.mfos import _pyplot, _save
 
     log = result["log"]
     header = ["meta_episode"] + [f"{c}[seed={s}]" for s in result["seeds"] for c in LOG_COLUMNS]
@@ -339,6 +293,13 @@ def write_results(out: Path, result: dict, preset: str) -> None:
     results.write_atomic(out / "metrics.csv", "\n".join(rows) + "\n")
     summary = {k: v for k, v in result.items() if k != "log"} | {"preset": preset}
     results.write_atomic(out / "summary.json", json.dumps(summary, indent=2))
+
+    plot_learning(log, out / "learning.png", preset)
+
+
+def plot_learning(log: np.ndarray, path: Path, preset: str) -> None:
+    """Rewards per step and own-coin rates of both players over meta-episodes (band: min-max over seeds)."""
+    from purerl.studies.mfos import _pyplot, _save
 
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -354,4 +315,37 @@ def write_results(out: Path, result: dict, preset: str) -> None:
         ax.legend()
     fig.suptitle(f"coin game: M-FOS vs a PPO learner ({preset}; band: min-max over {log.shape[0]} seeds)")
     fig.tight_layout()
-    _save(fig, out / "learning.png")
+    _save(fig, path)
+
+
+def write_report(report: Path, result: dict, settings: CoinSettings, preset: str, command: str) -> None:
+    """A markdown page for one run (settings, first and final numbers, the learning plot), with its plot
+    in REPORT_STEM/ beside it."""
+    from purerl import results
+    from purerl.studies.mfos import _cell
+
+    plots = report.parent / report.stem
+    plots.mkdir(parents=True, exist_ok=True)
+    plot_learning(result["log"], plots / "learning.png", preset)
+    first = result["log"][:, 0].mean(axis=0)
+    lines = [
+        "# M-FOS in the coin game", "",
+        f"Generated by `{command}`; never edited by hand.", "",
+        f"M-FOS (conv + GRU, the library's PPO) plays red against a PPO learner that updates after every inner "
+        f"episode, on {settings.num_boards} boards for {settings.meta_episodes} meta-episodes of {INNER_EPISODES} "
+        f"inner episodes x {INNER_STEPS} steps; seeds {result['seeds']}. Compile {result['compile_s']:.0f} s, run "
+        f"{result['run_s']:.0f} s{speed_note(result)}.", "",
+        f"| per meta-episode | first (untrained M-FOS) | last {result['final_window']}: mean [95% CI] over seeds |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {name} | {first[j]:+.3f} | {_cell(result['final'][name])} |" for j, name in enumerate(LOG_COLUMNS)]
+    lines += [
+        "", "Rewards are per step and per board; an own-coin rate is the share of the coins a player took that "
+        "were its own (1: it never takes the other's coin; 0.5: it does not care whose coin it takes).", "",
+        f"![learning]({plots.name}/learning.png)", "",
+    ]
+    results.write_atomic(report, "\n".join(lines))
+
+
+def speed_note(result: dict) -> str:
+    return f" ({result['steps_per_s']:,.0f} board steps/s)" if result["steps_per_s"] else ""

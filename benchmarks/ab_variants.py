@@ -1,0 +1,90 @@
+"""Side-by-side A/B of PPO implementation variants on CartPole-v1, 1 seed, in one process.
+
+Each variant is compiled first, then the compiled programs run in turns (median of
+`--repeats`), so they share the machine's state; steps/s are steady state. These are
+the candidates tried while optimising (docs/benchmarks.md has the result of the choice):
+
+    PURERL_HOST_DEVICES=1 python benchmarks/ab_variants.py --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from purerl.algos import ppo as ppo_module
+from purerl.bench.worker import task_config
+from purerl.population import make_members
+
+
+class PerArrayAdam(ppo_module.PPO):
+    """The optimiser before `optax.flatten`: Adam and the global norm run per parameter array."""
+
+    def optimizer(self, hp):
+        return optax.chain(
+            optax.clip_by_global_norm(hp.max_grad_norm),
+            optax.adam(lambda count: self.learning_rate(hp, count // self.steps_per_update), eps=1e-5),
+        )
+
+
+def unrolled(body_name: str, unroll: int):
+    """A PPO whose `lax.scan` over `body_name` (env_step, minibatch_step, backward) is unrolled."""
+    scan = jax.lax.scan
+
+    def patched(f, init, xs=None, length=None, reverse=False, **kw):
+        kw["unroll"] = unroll if f.__name__ == body_name else kw.get("unroll", 1)
+        return scan(f, init, xs, length=length, reverse=reverse, **kw)
+
+    class Unrolled(ppo_module.PPO):
+        def __call__(self, key, hp, meta_params=None):
+            jax.lax.scan = patched
+            try:
+                return super().__call__(key, hp, meta_params)
+            finally:
+                jax.lax.scan = scan
+
+    return Unrolled
+
+
+VARIANTS = {
+    "purerl (flattened Adam)": ppo_module.PPO,
+    "per-array Adam": PerArrayAdam,
+    "rollout scan unroll 4": unrolled("env_step", 4),
+    "minibatch scan unroll 4": unrolled("minibatch_step", 4),
+    "GAE scan unroll 8": unrolled("backward", 8),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    config, hp = task_config("cartpole")
+    members = make_members([0], hp)
+    keys, hps = members.keys(), members.hyperparams.as_arrays()
+    programs = {}
+    for name, cls in VARIANTS.items():
+        tick = time.perf_counter()
+        programs[name] = (jax.jit(jax.vmap(cls(config))).lower(keys, hps).compile(), time.perf_counter() - tick)
+    times = {name: [] for name in programs}
+    returns = {}
+    for _ in range(args.repeats):
+        for name, (compiled, _) in programs.items():
+            tick = time.perf_counter()
+            out = jax.block_until_ready(compiled(keys, hps))
+            times[name].append(time.perf_counter() - tick)
+            returns[name] = float(jnp.nanmean(out.metrics["episode_return"][:, -10:]))
+    steps = config.num_updates * config.batch_size
+    print("| variant | compile s | run s | env steps/s | final return |\n|---|---|---|---|---|")
+    for name, (_, compile_s) in programs.items():
+        run_s = statistics.median(times[name])
+        print(f"| {name} | {compile_s:.1f} | {run_s:.2f} | {steps / run_s:,.0f} | {returns[name]:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
