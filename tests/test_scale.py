@@ -42,8 +42,10 @@ def free_port() -> int:
 
 
 def purerl(*args):
+    # One host device per process: two processes share this machine's cores.
+    env = {**os.environ, "PURERL_HOST_DEVICES": "1"}
     return subprocess.Popen([str(Path(sys.executable).with_name("purerl")), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env=env)
 
 
 TRAIN = ["train", "--seeds", "3", "--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024",
