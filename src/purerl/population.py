@@ -134,11 +134,7 @@ def vmapped(train, placement: Placement):
     Fixing the shardings (rather than letting XLA infer them) keeps every chunk's state on the
     same layout, so one compiled `run` serves the whole training.
     """
-    members, replicated = placement.sharding, placement.replicated
-    init = jax.jit(jax.vmap(train.init), in_shardings=(members, members), out_shardings=members)
-    run = jax.jit(jax.vmap(train.run, in_axes=(0, 0, None, None, None)),
-                  in_shardings=(members, members, replicated, replicated, replicated), out_shardings=members)
-    return init, run
+    return batched(train.init, placement, num_member_args=2), batched(train.run, placement, 3, num_member_args=2)
 
 
 def one_by_one(fn, placement: Placement, num_shared_args: int = 0):
@@ -159,11 +155,11 @@ def one_by_one(fn, placement: Placement, num_shared_args: int = 0):
                                  out_specs=members, check_vma=False))
 
 
-def batched(fn, placement: Placement, num_shared_args: int = 0):
-    """`fn(member, *shared)` vmapped over the member axis and jitted, the members sharded over the devices."""
-    in_axes = (0,) + (None,) * num_shared_args
+def batched(fn, placement: Placement, num_shared_args: int = 0, num_member_args: int = 1):
+    """`fn(*member_args, *shared)` vmapped over the member axis and jitted, the members sharded over the devices."""
+    in_axes = (0,) * num_member_args + (None,) * num_shared_args
     return jax.jit(jax.vmap(fn, in_axes=in_axes),
-                   in_shardings=(placement.sharding,) + (placement.replicated,) * num_shared_args,
+                   in_shardings=(placement.sharding,) * num_member_args + (placement.replicated,) * num_shared_args,
                    out_shardings=placement.sharding)
 
 
