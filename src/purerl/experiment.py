@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from purerl import __version__, envs, results, stats
 from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
 from purerl.algos.ppo import PPO
-from purerl.checkpoint import Checkpointer
 from purerl.config import ConfigError, HyperParams, PPOConfig
-from purerl.population import Members, Placement, barrier, is_writer, make_members, vmapped
+from purerl.population import Members, Placement, barrier, is_writer, make_members, run_chunks, vmapped
 
 
 @dataclass
@@ -132,44 +130,25 @@ def run(
     init_fn, run_fn = vmapped(train, placement)
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
     meta_params = spec.meta_params()
-    checkpointer = Checkpointer(out / results.CHECKPOINT)
     compile_start = time.perf_counter()
     state = init_fn(keys, hps)
-    start_update = 0
-    if resumed and checkpointer.latest() is not None:
-        host_state, start_update = checkpointer.restore(placement.get(state, n))
-        state = placement.put(host_state)
-    int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    compiled = run_fn.lower(state, hps, meta_params, int32(0), int32(0)).compile()
-    compile_s = time.perf_counter() - compile_start
-
-    def save(update):
-        host_state = placement.get(state, n)  # every process joins the gather; process 0 writes
-        if writer:
-            checkpointer.save(update, host_state)
-
-    chunk = chunk_updates or max(1, math.ceil(cfg.num_updates / 25))
+    init_s = time.perf_counter() - compile_start
     steps_per_update = cfg.batch_size * n
-    run_s, last_checkpoint, chunks_done = 0.0, time.perf_counter(), 0
-    with _progress_bar(progress and writer, cfg.num_updates * steps_per_update, start_update * steps_per_update) as bar:
-        update = start_update
-        while update < cfg.num_updates:
-            stop = min(update + chunk, cfg.num_updates)
-            tick = time.perf_counter()
-            state = compiled(state, hps, meta_params, int32(update), int32(stop))
-            returns = placement.get(state.metrics["episode_return"][:, update:stop], n)
-            run_s += time.perf_counter() - tick
-            bar.advance(steps_per_update * (stop - update), returns)
-            update = stop
-            chunks_done += 1
-            if update == cfg.num_updates or time.perf_counter() - last_checkpoint >= checkpoint_every_s:
-                save(update)
-                last_checkpoint = time.perf_counter()
-            if stop_after_chunks is not None and chunks_done >= stop_after_chunks and update < cfg.num_updates:
-                save(update)
-                checkpointer.close()
-                return None
-    checkpointer.close()
+    with _progress_bar(progress and writer, cfg.num_updates * steps_per_update) as bar:
+
+        def advance_bar(start, stop, state):
+            returns = placement.get(state.metrics["episode_return"][:, start:stop], n)
+            bar.advance(steps_per_update * start, steps_per_update * stop, returns)
+
+        finished = run_chunks(run_fn, state, placement, n, cfg.num_updates, shared=(hps, meta_params),
+                              checkpoint_dir=out / results.CHECKPOINT, resume=resumed,
+                              chunk=chunk_updates or max(1, math.ceil(cfg.num_updates / 25)),
+                              checkpoint_every_s=checkpoint_every_s, stop_after_chunks=stop_after_chunks,
+                              on_chunk=advance_bar)
+    if finished is None:
+        return None
+    state, timing = finished
+    compile_s, run_s, start_update = init_s + timing["compile_s"], timing["run_s"], timing["first"]
 
     metrics = {name: values.T for name, values in placement.get(state.metrics, n).items()}  # [updates, members]
     summary = _summary(spec, members, metrics, compile_s, run_s, (cfg.num_updates - start_update) * steps_per_update)
@@ -206,8 +185,8 @@ def _summary(spec, members: Members, metrics, compile_s, run_s, steps_run) -> di
 class _progress_bar:
     """A rich progress bar with env-steps/s and the latest mean return; silent when disabled."""
 
-    def __init__(self, enabled: bool, total_steps: int, completed: int):
-        self.enabled, self.total, self.completed = enabled, total_steps, completed
+    def __init__(self, enabled: bool, total_steps: int):
+        self.enabled, self.total, self.completed = enabled, total_steps, None
         self.latest_return = float("nan")
 
     def __enter__(self):
@@ -224,20 +203,23 @@ class _progress_bar:
                 TimeRemainingColumn(),
             )
             self.progress.__enter__()
-            self.task = self.progress.add_task("train", total=self.total, completed=self.completed, rate="", ret="-")
-            self.started, self.start_completed = time.perf_counter(), self.completed
+            self.task = self.progress.add_task("train", total=self.total, completed=0, rate="", ret="-")
         return self
 
-    def advance(self, steps: int, returns: np.ndarray) -> None:
-        self.completed += steps
+    def advance(self, start: int, stop: int, returns: np.ndarray) -> None:
+        """Steps start..stop are done (the first call may start past 0: a resumed run)."""
+        if self.completed is None:
+            self.started, self.start_completed = time.perf_counter(), start
+        self.completed = stop
         with np.errstate(all="ignore"):
             finite = returns[np.isfinite(returns)]
         if finite.size:
             self.latest_return = float(finite.mean())
         if self.enabled:
-            rate = (self.completed - self.start_completed) / max(time.perf_counter() - self.started, 1e-9)
+            elapsed = time.perf_counter() - self.started
+            rate = f"{(self.completed - self.start_completed) / elapsed:,.0f} steps/s" if elapsed > 0 else ""
             self.progress.update(
-                self.task, completed=self.completed, rate=f"{rate:,.0f} steps/s", ret=f"{self.latest_return:.1f}"
+                self.task, completed=self.completed, rate=rate, ret=f"{self.latest_return:.1f}"
             )
 
     def __exit__(self, *exc):

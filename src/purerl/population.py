@@ -163,21 +163,23 @@ def batched(fn, placement: Placement, num_shared_args: int = 0, num_member_args:
                    out_shardings=placement.sharding)
 
 
-def run_chunks(advance, runs, placement: Placement, num_members: int, total: int, checkpoint_dir=None,
-               resume: bool = False, chunk: int | None = None, stop_after_chunks: int | None = None,
-               on_chunk=None) -> tuple[Any, dict] | None:
-    """Drive a member program `advance(runs, start, stop)` (from `batched` or `one_by_one`) over steps
-    0..total-1 in chunks, with an orbax checkpoint of the members (gathered to the host) after each.
+def run_chunks(advance, runs, placement: Placement, num_members: int, total: int, shared: tuple = (),
+               checkpoint_dir=None, resume: bool = False, chunk: int | None = None, checkpoint_every_s: float = 0.0,
+               stop_after_chunks: int | None = None, on_chunk=None) -> tuple[Any, dict] | None:
+    """Drive a member program `advance(runs, *shared, start, stop)` (from `batched` or `one_by_one`) over
+    steps 0..total-1 in chunks, with an orbax checkpoint of the members (gathered to the host) at most
+    every `checkpoint_every_s` seconds and at the end.
 
     `resume` continues from the last checkpoint; chunks compose exactly, so the result is the one an
-    uninterrupted run gives. `on_chunk(done, host_runs)` reports progress. Returns (runs, timing) with
-    compile_s, run_s and the step it started from, or None once `stop_after_chunks` chunks ran (tests).
+    uninterrupted run gives. `on_chunk(start, stop, runs)` reports progress. Returns (runs, timing) with
+    compile_s, run_s and the step it started from, or None once `stop_after_chunks` chunks ran (as a
+    kill would, for tests; it checkpoints first).
     """
     from purerl.checkpoint import Checkpointer
 
     int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     tick = time.perf_counter()
-    compiled = advance.lower(runs, int32(0), int32(0)).compile()
+    compiled = advance.lower(runs, *shared, int32(0), int32(0)).compile()
     timing = {"compile_s": time.perf_counter() - tick, "run_s": 0.0, "first": 0}
     checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
     done = 0
@@ -185,20 +187,23 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
         host, done = checkpointer.restore(placement.get(runs, num_members))
         runs, timing["first"] = placement.put(host), done
     chunk = chunk or max(1, total // 20)
-    chunks_done = 0
+    chunks_done, last_checkpoint = 0, time.perf_counter()
     while done < total:
         stop = min(done + chunk, total)
         tick = time.perf_counter()
-        runs = jax.block_until_ready(compiled(runs, int32(done), int32(stop)))
+        runs = jax.block_until_ready(compiled(runs, *shared, int32(done), int32(stop)))
         timing["run_s"] += time.perf_counter() - tick
+        if on_chunk is not None:
+            on_chunk(done, stop, runs)
         done, chunks_done = stop, chunks_done + 1
-        if checkpointer is not None or on_chunk is not None:
-            host = placement.get(runs, num_members)  # every process joins the gather
-            if checkpointer is not None and is_writer():
+        stopping = stop_after_chunks is not None and chunks_done >= stop_after_chunks
+        if checkpointer is not None and (done == total or stopping
+                                         or time.perf_counter() - last_checkpoint >= checkpoint_every_s):
+            host = placement.get(runs, num_members)  # every process joins the gather; process 0 writes
+            if is_writer():
                 checkpointer.save(done, host)
-            if on_chunk is not None:
-                on_chunk(done, host)
-        if stop_after_chunks is not None and chunks_done >= stop_after_chunks and done < total:
+            last_checkpoint = time.perf_counter()
+        if stopping and done < total:
             break
     if checkpointer is not None:
         checkpointer.close()

@@ -583,14 +583,18 @@ def train_members(init, advance, seeds: list[int], total: int, member_program=ba
                   resume: bool = False, chunk: int | None = None, stop_after_chunks: int | None = None,
                   on_chunk=None) -> tuple[object, dict] | None:
     """One member per seed, sharded over the devices: `init(key)`, then `advance(run, start, stop)` over
-    `total` meta-episodes in checkpointed chunks (`population.run_chunks`). Returns the members' final
-    state as host arrays and the timing, or None if stopped early."""
+    `total` meta-episodes in chunks, checkpointed after each (`population.run_chunks`). `on_chunk(done,
+    rows)` gets every member's last `log` row. Returns the members' final state as host arrays and the
+    timing, or None if stopped early."""
     placement = Placement.for_members(len(seeds))
     tick = time.perf_counter()
     runs = member_program(init, placement)(placement.put(seed_keys(seeds)))
     init_s = time.perf_counter() - tick
+    report = None if on_chunk is None else (
+        lambda start, stop, runs: on_chunk(stop, placement.get(runs.log[:, stop - 1], len(seeds))))
     finished = run_chunks(member_program(advance, placement, 2), runs, placement, len(seeds), total,
-                          checkpoint_dir, resume, chunk, stop_after_chunks, on_chunk)
+                          checkpoint_dir=checkpoint_dir, resume=resume, chunk=chunk,
+                          stop_after_chunks=stop_after_chunks, on_chunk=report)
     if finished is None:
         return None
     runs, timing = finished

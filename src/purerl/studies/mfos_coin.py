@@ -250,8 +250,8 @@ def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = 
     Returns None if stopped early."""
     from purerl.studies.mfos import _summaries, final_window, train_members
 
-    def progress(done, runs):
-        rewards = runs.log[:, done - 1, :2].mean(axis=0)
+    def progress(done, rows):
+        rewards = rows[:, :2].mean(axis=0)
         log(f"meta-episode {done}/{settings.meta_episodes}: M-FOS {rewards[0]:+.3f}, opponent {rewards[1]:+.3f} "
             f"per step")
 
