@@ -101,6 +101,21 @@ def test_console_script_runs_in_a_fresh_process(tmp_path):
     assert "final return" in proc.stdout and (out / "summary.json").exists()
     bad = subprocess.run([str(exe), "train", "--lr", "-1"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip() == "purerl: error: lr must be > 0, got -1"
+    env = {**os.environ, "PURERL_HOST_DEVICES": "two"}
+    bad = subprocess.run([str(exe), "train", "--out", str(tmp_path / "never")], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert bad.returncode == 2 and not (tmp_path / "never").exists()
+    assert bad.stderr.strip() == "purerl: error: PURERL_HOST_DEVICES must be a positive integer, got 'two'"
+
+
+def test_one_host_device_per_core_by_default():
+    import jax
+
+    from purerl import host_devices
+
+    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        pytest.skip("XLA_FLAGS chose the host device count")
+    assert jax.device_count("cpu") == (host_devices.requested_count() or host_devices.cores())
 
 
 def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(capsys, tmp_path):

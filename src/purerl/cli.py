@@ -9,6 +9,7 @@ import re
 import sys
 from pathlib import Path
 
+from purerl import host_devices
 from purerl.config import PRESETS, ConfigError, HyperParams, PPOConfig
 
 EXIT_USAGE = 2
@@ -456,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
 
     commands = {"mfos": mfos.run_cli, "train": cmd_train, "eval": cmd_eval, "evolve": cmd_evolve, "analyze": cmd_analyze, "compare": cmd_compare, "act": cmd_act, "bench": cmd_bench}
     try:
+        if host_devices.PROBLEM:
+            raise ConfigError(host_devices.PROBLEM)
         return commands[args.command](args)
     except ConfigError as error:
         print(f"purerl: error: {error}", file=sys.stderr)

@@ -26,6 +26,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from purerl import host_devices
 from purerl.config import ConfigError, HyperParams
 
 
@@ -87,6 +88,8 @@ class Placement:
     """Where a population's members live: their leading axis split over all devices (all processes)."""
 
     def __init__(self, devices=None):
+        if host_devices.PROBLEM:
+            raise ConfigError(host_devices.PROBLEM)
         self.devices = list(devices if devices is not None else jax.devices())
         self.mesh = Mesh(np.array(self.devices), ("members",))
         self.sharding = NamedSharding(self.mesh, PartitionSpec("members"))
