@@ -106,7 +106,7 @@ def floor_analysis(train, keys, hps, config, devices: int, run_s: float) -> dict
     one_step = make_train(config.replace(num_steps=1, total_timesteps=config.num_envs, num_minibatches=1))
     state = jax.jit(one_step.init)(keys[0], hp)
     step_flops = flops(lambda s, h: one_step.rollout(s, h)[0].obs, state, hp)
-    _, trajectory = jax.eval_shape(lambda s, h: train.rollout(s, h), jax.jit(train.init)(keys[0], hp), hp)
+    _, trajectory = jax.eval_shape(lambda k, h: train.rollout(train.init(k, h), h), keys[0], hp)
     advantage_flops = flops(lambda p, t, h: train.advantages(p, t, (), h), state.params, trajectory, hp)
     sample = lambda x: jax.ShapeDtypeStruct((1, config.minibatch_size) + x.shape[2:], x.dtype)  # noqa: E731
     minibatch = Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),

@@ -149,8 +149,13 @@ class CoinGameMeta(Env):
                            env_state=None, obs=None, reset=None, carry=(), obs_stats=None, reward_stats=None,
                            key=jax.random.fold_in(key, 1), metrics=None)
 
-    def _observe(self, boards: CoinState, rewards: jax.Array, new_episode: jax.Array) -> jax.Array:
-        planes = jax.vmap(self.game.observe)(boards)[:, MFOS_SEAT]
+    def _views(self, boards: CoinState) -> jax.Array:
+        """[B, 2, 3, 3, 4]: every board from both seats."""
+        return jax.vmap(self.game.observe)(boards)
+
+    def _observe(self, views: jax.Array, rewards: jax.Array, new_episode: jax.Array) -> jax.Array:
+        """M-FOS's observation: its board planes, then the tiled rewards and new-inner-episode flag."""
+        planes = views[:, MFOS_SEAT]
         extra = jnp.concatenate([rewards, jnp.broadcast_to(new_episode, rewards.shape[:1])[:, None]], axis=-1)
         return jnp.concatenate([planes, jnp.broadcast_to(extra[:, None, None, :], planes.shape[:3] + (3,))], axis=-1)
 
@@ -163,23 +168,23 @@ class CoinGameMeta(Env):
                                                 dtypes.get(field, jnp.float32)) for field in Transition._fields})
         state = CoinMetaState(boards, self._fresh_opponent(jax.random.fold_in(keys[0], 7)), memory, jnp.int32(0),
                               jnp.int32(0), jnp.zeros((self.num_boards, 6)), jnp.full(4, jnp.nan))
-        return self._observe(boards, jnp.zeros((self.num_boards, 2)), jnp.bool_(True)), state
+        return self._observe(self._views(boards), jnp.zeros((self.num_boards, 2)), jnp.bool_(True)), state
 
     def step_batch(self, keys, state: CoinMetaState, actions):
         action_key, opponent_key, reset_key = jax.random.split(jax.random.fold_in(keys[0], 3), 3)
-        seat_view = lambda boards: jax.vmap(self.game.observe)(boards)[:, OPPONENT_SEAT]  # noqa: E731
-        opponent_obs = seat_view(state.boards)
+        opponent_obs = self._views(state.boards)[:, OPPONENT_SEAT]
         pi = self.opponent.network.apply(state.opponent.params, opponent_obs, method="policy")
         opponent_action = pi.sample(action_key)
         joint = jnp.stack([actions, opponent_action], axis=-1)  # seat order: M-FOS, opponent
         boards, rewards, pickups = jax.vmap(self.game.step)(keys, state.boards, joint)
+        reached = self._views(boards)  # before any reset: the opponent's bootstrap, M-FOS's final observation
 
         t = state.t + 1
         inner_end = t == INNER_STEPS
         flags = jnp.full(self.num_boards, inner_end)
         step = Transition(obs=opponent_obs, reset=jnp.full(self.num_boards, state.t == 0), action=opponent_action,
                           log_prob=pi.log_prob(opponent_action), reward=rewards[:, OPPONENT_SEAT], terminated=flags,
-                          done=flags, bootstrap_obs=seat_view(boards), episode_done=flags,
+                          done=flags, bootstrap_obs=reached[:, OPPONENT_SEAT], episode_done=flags,
                           episode_return=rewards[:, OPPONENT_SEAT], episode_length=jnp.full(self.num_boards, t))
         memory = jax.tree.map(lambda buffer, x: buffer.at[state.t].set(x), state.memory, step)
         opponent = jax.lax.cond(
@@ -205,11 +210,11 @@ class CoinGameMeta(Env):
         )
         truncated = jnp.full(self.num_boards, meta_end)
         timestep = Timestep(
-            obs=self._observe(next_boards, jnp.where(inner_end, 0.0, rewards), inner_end),
+            obs=self._observe(self._views(next_boards), jnp.where(inner_end, 0.0, rewards), inner_end),
             reward=rewards[:, MFOS_SEAT],
             terminated=jnp.zeros(self.num_boards, bool),
             truncated=truncated,
-            final_obs=self._observe(boards, rewards, jnp.bool_(False)),
+            final_obs=self._observe(reached, rewards, jnp.bool_(False)),
             info={"opponent_reward": rewards[:, OPPONENT_SEAT]},
         )
         return next_state, timestep
