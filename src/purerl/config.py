@@ -78,7 +78,8 @@ class PPOConfig:
 
     @property
     def num_updates(self) -> int:
-        return self.total_timesteps // self.batch_size
+        """Whole updates, rounded up: a run never does fewer env steps than asked for."""
+        return -(-self.total_timesteps // self.batch_size)
 
     def validate(self) -> None:
         for name in ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"):
