@@ -1,0 +1,226 @@
+"""Output of M-FOS runs: plots, a run directory's files, and the markdown report of the table."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from purerl.studies.mfos.analysis import Trajectory
+from purerl.studies.mfos.baselines import SHAPERS
+from purerl.studies.mfos.self_play import nl_probability
+from purerl.studies.mfos.settings import HYPERPARAMS, INNER_LR, META_EPISODE, OPPONENTS, Settings, ppo_config
+
+
+# ====================================================================== output
+PAPER = {  # the paper's full-scale IPD numbers quoted in the brief (M-FOS, opponent)
+    ("ipd", "nl"): (-0.48, -2.17),
+}
+_POLICY_LABELS = ("start", "CC", "CD", "DC", "DD")
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _band(ax, x, values, label, color=None):
+    """Mean over seeds (axis 0) with the min-max band."""
+    center = np.nanmean(values, axis=0)
+    line = ax.plot(x, center, label=label, color=color)[0]
+    if values.shape[0] > 1:
+        ax.fill_between(x, np.nanmin(values, axis=0), np.nanmax(values, axis=0), color=line.get_color(),
+                        alpha=0.2, linewidth=0)
+
+
+def plot_rewards(ax, result: dict) -> None:
+    """Both players' mean reward per step in every meta-episode (mean over seeds, min-max band)."""
+    import warnings
+
+    rewards = result["rewards"]
+    episodes = np.arange(1, rewards.shape[1] + 1)
+    warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+    if result["opponent"] == "self":
+        vs_nl = result["vs_nl"]
+        for agent in (0, 1):
+            ax.plot(episodes, np.nanmean(np.where(~vs_nl, rewards[..., agent], np.nan), axis=0), ".",
+                    ms=3, label=f"M-FOS {agent} vs M-FOS {1 - agent}")
+            ax.plot(episodes, np.nanmean(np.where(vs_nl, rewards[..., agent], np.nan), axis=0), "x",
+                    ms=3, alpha=0.5, label=f"M-FOS {agent} vs its NL")
+        lam = np.asarray(nl_probability(np.arange(rewards.shape[1]), result["nl_decay"]))
+        twin = ax.twinx()
+        twin.plot(episodes, lam, color="gray", lw=0.8, ls="--")
+        twin.set_ylabel("lambda (P[vs NL])", color="gray")
+        twin.set_ylim(0, 1.05)
+    else:
+        _band(ax, episodes, rewards[..., 0], "M-FOS")
+        _band(ax, episodes, rewards[..., 1], result["opponent"].upper())
+    ax.set_xlabel("meta-episode")
+    ax.set_ylabel("mean reward per step")
+    against = "M-FOS (meta self-play)" if result["opponent"] == "self" else result["opponent"].upper()
+    ax.set_title(f"{result['game'].upper()}: M-FOS vs {against} ({len(result['seeds'])} seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small", loc="lower right")
+
+
+def plot_policies(trajectory: Trajectory, path: Path, title: str) -> None:
+    """P(C | start, CC, CD, DC, DD) of M-FOS and of its opponent at every meta-step (mean over games)."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    steps = np.arange(1, trajectory.mfos.shape[0] + 1)
+    for ax, probabilities, who in ((axes[0], trajectory.mfos, "M-FOS"), (axes[1], trajectory.opponent, "opponent")):
+        for i, label in enumerate(_POLICY_LABELS):
+            ax.plot(steps, np.asarray(probabilities)[:, :, i].mean(axis=1), label=f"P(C | {label})")
+        ax.set_title(who)
+        ax.set_xlabel("meta-step")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("probability of cooperating")
+    axes[1].legend(fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def save_figure(fig, path: Path) -> None:
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    pyplot().close(fig)
+    os.replace(tmp, path)
+
+
+def _jsonable(result: dict) -> dict:
+    drop = ("rewards", "opponent_rewards", "vs_nl", "trajectory", "ppo_metrics")
+    return {k: v for k, v in result.items() if k not in drop}
+
+
+def run_config(game: str, opponent: str, settings: Settings, seeds: list[int], preset: str) -> dict:
+    """Everything that fixes a run (config.json); a resumed run must match it."""
+    return {"command": "mfos", "game": game, "opponent": opponent, "preset": preset,
+            "settings": dataclasses.asdict(settings), "ppo": dataclasses.asdict(ppo_config(settings)),
+            "hyperparams": {k: float(v) for k, v in HYPERPARAMS._asdict().items()}, "seeds": seeds,
+            "meta_episode": META_EPISODE, "inner_lr": INNER_LR}
+
+
+def write_run(out: Path, result: dict, settings: Settings, preset: str) -> None:
+    """metrics.csv (per meta-episode and seed), summary.json, rewards.png, policies.png (config.json is
+    written when the run starts)."""
+    import csv
+    import io
+
+    from purerl import results
+
+    names = ("agent0", "agent1") if result["opponent"] == "self" else ("mfos", "opponent")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    header = ["meta_episode"] + [f"{n}[seed={s}]" for s in result["seeds"] for n in names]
+    if result["opponent"] == "self":
+        header += [f"vs_nl[seed={s}]" for s in result["seeds"]]
+    ppo_columns = ("entropy", "approx_kl", "clip_fraction", "value_loss")
+    ppo_metrics = result.get("ppo_metrics", {})
+    header += [f"{name}_mean" for name in ppo_columns if name in ppo_metrics]
+    writer.writerow(header)
+    rewards = result["rewards"]
+    for e in range(rewards.shape[1]):
+        row = [e] + [f"{rewards[i, e, j]:.6g}" for i in range(len(result["seeds"])) for j in (0, 1)]
+        if result["opponent"] == "self":
+            row += [int(v) for v in result["vs_nl"][:, e]]
+        row += [f"{ppo_metrics[name][:, e].mean():.6g}" for name in ppo_columns if name in ppo_metrics]
+        writer.writerow(row)
+    results.write_atomic(out / "metrics.csv", buffer.getvalue())
+    summary = {**_jsonable(result), "preset": preset, "settings": dataclasses.asdict(settings),
+               "paper": PAPER.get((result["game"], result["opponent"]))}
+    results.write_atomic(out / "summary.json", json.dumps(summary, indent=2))
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    plot_rewards(ax, result)
+    fig.tight_layout()
+    save_figure(fig, out / "rewards.png")
+    if "trajectory" in result:
+        plot_policies(result["trajectory"], out / "policies.png",
+                      f"{result['game'].upper()}: trained M-FOS vs a fresh {result['opponent'].upper()}")
+
+
+
+def format_cell(s: dict) -> str:
+    if not s.get("n"):
+        return "n/a"
+    return f"{s['mean']:+.2f} [{s['ci95_low']:+.2f}, {s['ci95_high']:+.2f}]"
+
+
+_ROW_ORDER = [f"{a} vs {b}" for b in OPPONENTS for a in SHAPERS + ("mfos",)] + ["mfos vs mfos"]
+
+
+def write_report(record: dict, report: Path) -> None:
+    """docs/results/mfos.md from table.json (generated)."""
+    from purerl import results
+
+    s = record["settings"]
+    results_dir = report.parent / report.stem
+    lines = [
+        "# Model-Free Opponent Shaping (M-FOS)", "",
+        f"Generated by `purerl mfos table --preset {record['preset']}`; do not edit by hand "
+        f"(data: [{results_dir.name}/table.json]({results_dir.name}/table.json)).", "",
+        f"Budget: {s['num_games']} games in parallel x {s['meta_episodes']} meta-episodes of {META_EPISODE} "
+        f"meta-steps, M-FOS actor and critic {'-'.join(map(str, s['hidden_sizes']))} tanh, seeds "
+        f"{record['seeds']}, MAMAML initialisation from {s['mamaml_steps']} Adam steps. "
+        f"The paper used 4096 games x 1024 meta-episodes (`--preset paper`). "
+        f"Total time {record.get('elapsed_s', 0) / 60:.1f} min.", "",
+        "Each cell: mean reward per step over the meta-episode (100 learning steps), mean over seeds with a "
+        "95% percentile-bootstrap CI of the mean. Plain learners (NL, LOLA, MAMAML; lr 1) learn "
+        "simultaneously from N(0, 1) logits (MAMAML from its meta-learned logits); for them the number is "
+        "exact given the seed (the mean over the games of that seed). M-FOS rows are the mean over the last "
+        "10% of training meta-episodes; for M-FOS vs M-FOS, over the last 10% of meta-episodes in which the "
+        "two agents met (lambda falls linearly from 1 to 0 over the first 65% of training). The row player "
+        "sits in seat 2 (player 2), the column player in seat 1. Meta self-play needs more meta-episodes than "
+        "the other M-FOS rows (only the last 35% of training is pure self-play), so on a small budget it can "
+        "stay at mutual defection; `purerl mfos --opponent self --preset cpu` trains it longer.", "",
+    ]
+    for game, entry in record["games"].items():
+        rows = entry["rows"]
+        lines += [f"## {game.upper()}", "", "| row vs column | row player | column player |", "|---|---|---|"]
+        for label in _ROW_ORDER:
+            if label in rows:
+                row = rows[label]["final"]
+                pretty = label.replace("mfos", "M-FOS").replace("mamaml", "MAMAML").replace("lola", "LOLA")
+                pretty = pretty.replace("nl", "NL")
+                lines.append(f"| {pretty} | {format_cell(row['shaper'])} | {format_cell(row['opponent'])} |")
+        if game in {g for g, _ in PAPER}:
+            lines += [""] + [f"Paper, full scale: M-FOS vs {o.upper()} {m:+.2f}, {o.upper()} {n:+.2f}."
+                             for (g, o), (m, n) in PAPER.items() if g == game]
+        lines += ["", f"![M-FOS training curves]({results_dir.name}/{game}_rewards.png)", ""]
+        lines += _analysis_lines(game, entry["analysis_vs_nl"], f"{results_dir.name}/{game}_nl_policies.png")
+    out = "\n".join(lines) + "\n"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    results.write_atomic(report, out)
+
+
+def _analysis_lines(game: str, analysis: dict, plot: str) -> list[str]:
+    mfos, opp = analysis["mfos_policy"], analysis["opponent_policy"]
+    test, fit = analysis["policy_test"], analysis["payoff_fit"]
+    late = analysis["late_meta_steps"]
+    lines = [f"### The trained M-FOS against a fresh NL ({game.upper()})", "",
+             f"Memory-one policies averaged over the last {late} meta-steps of a meta-episode and over games "
+             "and seeds (M-FOS's actions sampled, as in training):", "",
+             "| | P(C\\|start) | P(C\\|CC) | P(C\\|CD) | P(C\\|DC) | P(C\\|DD) |", "|---|---|---|---|---|---|",
+             "| M-FOS | " + " | ".join(f"{mfos[k]:.2f}" for k in _POLICY_LABELS) + " |",
+             "| NL | " + " | ".join(f"{opp[k]:.2f}" for k in _POLICY_LABELS) + " |", ""]
+    if game == "ipd":
+        lines += [
+            "Press & Dyson extortion tests (`zd_extortion_test`, `extortion_fit` in `studies/mfos.py`):", "",
+            f"- Policy vector: the fit p~ = phi[(S_X - P) - chi (S_Y - P)] gives chi = {test['chi']:.2f}, "
+            f"phi = {test['phi']:.3f}, largest error {test['residual']:.3f} (tolerance {test['tolerance']}); "
+            f"extortionate: **{'yes' if test['extortionate'] else 'no'}**.",
+            f"- Reached payoffs: s_X - P = chi (s_Y - P) with P = {fit['kappa']:g} gives chi = {fit['chi']:.2f}, "
+            f"R^2 = {fit['r2']:.2f} over {fit['points']} (game, meta-step) points; M-FOS {fit['own_mean']:.2f}, "
+            f"NL {fit['other_mean']:.2f} per step; extortionate: **{'yes' if fit['extortionate'] else 'no'}**.", ""]
+    lines += [f"![policies over the meta-episode]({plot})", ""]
+    return lines
