@@ -3,6 +3,7 @@ determinism, the lambda schedule, the Press & Dyson extortion tests, and the CLI
 
 import json
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +39,7 @@ def np_ipd_rewards(logits1, logits2, gamma=GAMMA):
 
 @pytest.fixture(scope="module")
 def ipd_nl():
-    env = meta_game.MetaGame("ipd", "nl", meta_episode=3)
+    env = meta_game.MetaGame("ipd", "nl", meta_episode=3, warmup_steps=0)
     return env, jax.jit(env.step), jax.jit(env.reset)
 
 
@@ -67,6 +68,26 @@ def test_meta_game_step_matches_hand_computation(ipd_nl):
             / (2 * eps) / (1 - GAMMA) for e in np.eye(5)]
     np.testing.assert_allclose(new_state.opponent, opponent + np.array(grad), rtol=1e-3, atol=1e-4)
     assert int(new_state.t) == 1 and not bool(ts.terminated) and not bool(ts.truncated)
+
+
+def test_authors_reset_takes_one_unscored_opponent_step():
+    """As in the authors' MetaGames.reset: the opponent learns once against a random M-FOS policy; the first
+    observation shows that random policy and the opponent's policy before its step."""
+    env = meta_game.MetaGame("ipd", "nl")
+    assert env.warmup_steps == 1
+    obs, state = jax.jit(env.reset)(jax.random.PRNGKey(0))
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    previous, initial = logit(np.asarray(obs[:5], np.float64)), logit(np.asarray(obs[5:], np.float64))
+    expected = games.naive_step(games.GAMES["ipd"], jnp.asarray(initial, jnp.float32), jnp.asarray(previous, jnp.float32), 0)
+    np.testing.assert_allclose(state.opponent, expected, rtol=1e-3, atol=1e-3)
+    assert not np.allclose(state.opponent, initial, atol=1e-2)
+
+
+def test_seed_summaries_claim_a_ci_only_from_ten_seeds():
+    few, many = runs.summarize_seeds([0.1, 0.3, 0.2]), runs.summarize_seeds(np.linspace(0, 1, 10))
+    assert few["ci95_low"] is None and few["n"] == 3 and few["values"] == [0.1, 0.3, 0.2]
+    assert report.format_cell(few) == "+0.20 (n=3: +0.10, +0.30, +0.20)"
+    assert many["ci95_low"] < many["mean"] < many["ci95_high"] and "[" in report.format_cell(many)
 
 
 def test_meta_game_time_limit_truncates_and_resets(ipd_nl):
@@ -272,6 +293,21 @@ def test_cli_trains_then_resume_finds_the_finished_run(tmp_path, capsys):
         mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--seeds", "1", "--out", str(out), "--resume"))
     with pytest.raises(ConfigError, match="needs --out with an M-FOS run"):
         mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(tmp_path / "none"), "--resume"))
+
+
+def test_table_writes_under_its_run_directory_unless_asked_for_a_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert mfos_cli._table_report(_parse("table", "--out", "here")) == Path("here") / "mfos.md"
+    default = mfos_cli._table_report(_parse("table"))
+    assert default.parts[0] == "runs" and default.name == "mfos.md"
+    assert mfos_cli._table_report(_parse("table", "--report", "docs/x.md")) == Path("docs/x.md")
+    with pytest.raises(ConfigError, match="not both"):
+        mfos_cli._table_report(_parse("table", "--out", "here", "--report", "docs/x.md"))
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "thesis.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not an empty directory"):
+        mfos_cli._table_report(_parse("table", "--out", "used"))
+    assert not (tmp_path / "docs").exists() and (tmp_path / "used" / "thesis.txt").read_text() == "mine"
 
 
 def test_cli_rejects_unknown_choices():

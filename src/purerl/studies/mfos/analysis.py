@@ -14,7 +14,6 @@ from purerl.envs import games
 from purerl.studies.mfos.settings import MFOS_SEAT
 
 
-# ================================================================ ZD extortion
 def own_payoffs(game: games.Game, seat: int = MFOS_SEAT) -> tuple[float, float, float, float]:
     """(R, S, T, P): the seat's stage payoffs after CC, CD, DC, DD, own action first."""
     matrix = np.array(game.payoff1 if seat == 0 else np.array(game.payoff2).T, dtype=float)
@@ -80,8 +79,10 @@ class Trajectory(NamedTuple):
     rewards: jax.Array  # [steps, games, 2] per-step rewards of [M-FOS, opponent]
 
 
-def play_meta_episode(ppo: PPO, params, key: jax.Array, num_games: int) -> Trajectory:
-    """One meta-episode of the trained M-FOS (actions sampled, as in training) against fresh opponents."""
+def play_meta_episode(ppo: PPO, params, key: jax.Array, num_games: int, greedy: jax.Array | bool = False) -> Trajectory:
+    """One meta-episode of the trained M-FOS against fresh opponents: its actions sampled, as in training, or
+    (`greedy`) the mean of its Gaussian policy, the inner policy it would play without exploration noise.
+    `greedy` may be traced, so one compiled program serves both."""
     env = ppo.env
     reset_key, key = jax.random.split(key)
     obs, state = jax.vmap(env.reset)(jax.random.split(reset_key, num_games))
@@ -89,7 +90,7 @@ def play_meta_episode(ppo: PPO, params, key: jax.Array, num_games: int) -> Traje
     def meta_step(carry, step_key):
         obs, state = carry
         action_key, env_key = jax.random.split(step_key)
-        action = ppo.act(params, None, obs, action_key)
+        action = jnp.where(greedy, ppo.act(params, None, obs), ppo.act(params, None, obs, action_key))
         state, ts = jax.vmap(env.step)(jax.random.split(env_key, num_games), state, action)
         rewards = jnp.stack([ts.reward, ts.info["opponent_reward"]], axis=-1)
         row = Trajectory(ts.final_obs[:, :5], ts.final_obs[:, 5:], rewards)

@@ -12,13 +12,12 @@ from purerl.studies.mfos.runs import summaries
 from purerl.studies.mfos.settings import INNER_LR, META_EPISODE, MFOS_SEAT, OPPONENT_SEAT, OPPONENTS, seed_keys
 
 
-# =================================================================== baselines
 SHAPERS = ("nl", "lola", "mamaml")  # the non-M-FOS row players of the table
 BASELINE_PAIRS = tuple((shaper, opponent) for shaper in SHAPERS for opponent in OPPONENTS)
 
 
 def make_baselines(game: str, num_games: int, mamaml_inits: dict[int, jax.Array] | None = None,
-                   pairs: tuple[tuple[str, str], ...] = BASELINE_PAIRS):
+                   pairs: tuple[tuple[str, str], ...] = BASELINE_PAIRS, warmup_steps: int = 1):
     """`play(key) -> [pairs, 2]`: for each (shaper, opponent) pair of plain learners, the mean reward per
     step of [shaper, opponent] over 100 steps of simultaneous learning, averaged over `num_games` games.
 
@@ -54,7 +53,7 @@ def make_baselines(game: str, num_games: int, mamaml_inits: dict[int, jax.Array]
         row, column = learner(kind[0], inits[MFOS_SEAT]), learner(kind[1], inits[OPPONENT_SEAT])
 
         def one(game_key):
-            rewards, _ = games.play(game_key, inner, column, row, META_EPISODE, INNER_LR)
+            rewards, _ = games.play(game_key, inner, column, row, META_EPISODE, INNER_LR, warmup_steps)
             return rewards.mean(axis=0)[::-1]
 
         return jax.vmap(one)(jax.random.split(key, num_games)).mean(axis=0)
@@ -63,9 +62,10 @@ def make_baselines(game: str, num_games: int, mamaml_inits: dict[int, jax.Array]
 
 
 def run_baselines(game: str, num_games: int, seeds: list[int], mamaml_inits: dict[int, jax.Array] | None = None,
+                  warmup_steps: int = 1,
                   pairs: tuple[tuple[str, str], ...] = BASELINE_PAIRS) -> dict[str, dict]:
     """Every pair of plain learners on every seed: {"shaper vs opponent": summaries and per-seed values}."""
-    play = make_baselines(game, num_games, mamaml_inits, pairs)
+    play = make_baselines(game, num_games, mamaml_inits, pairs, warmup_steps)
     per_seed = np.asarray(jax.jit(jax.vmap(play))(seed_keys(seeds)), float)  # [seeds, pairs, 2]
     return {f"{shaper} vs {opponent}": {"final": summaries(per_seed[:, i], ("shaper", "opponent")),
                                         "final_by_seed": per_seed[:, i].tolist()}

@@ -11,11 +11,11 @@ from pathlib import Path
 from purerl.config import ConfigError
 from purerl.studies.mfos.report import format_cell, run_config, write_run
 from purerl.studies.mfos.runs import run_self_play, run_vs_learner
-from purerl.studies.mfos.settings import GAME_NAMES, OPPONENTS, PRESETS, TRAIN_GAMES, check_pairing, resolve
+from purerl.studies.mfos.settings import (GAME_NAMES, OPPONENTS, PRESETS, SCORING, TRAIN_GAMES, check_pairing,
+                                          resolve)
 from purerl.studies.mfos.table import run_table
 
 
-# ========================================================================= CLI
 def add_arguments(subparsers) -> None:
     """Add `mfos` to an argparse subparsers object (`purerl mfos [train|table] ...`)."""
     parser = subparsers.add_parser(
@@ -23,8 +23,9 @@ def add_arguments(subparsers) -> None:
         description="Train M-FOS against a learner (train, the default) or run every pairing (table).")
     parser.add_argument("what", nargs="?", choices=["train", "table"], default="train")
     parser.add_argument("--game", choices=TRAIN_GAMES + ("coin",),
-                        help="train: ipd (default), imp, chicken, chicken_oneshot, or coin (the coin game against "
-                             "a PPO learner, with presets cpu and paper); table: that matrix game only")
+                        help="train: ipd (default), imp, chicken (one-shot, as the authors play it), "
+                             "chicken_repeated (memory-one, gamma 0.96; not in the paper), or coin (the coin game "
+                             "against a PPO learner); table: that matrix game only")
     parser.add_argument("--opponent", choices=OPPONENTS + ("self", "ppo"),
                         help="nl (the default in matrix games), lola, mamaml, self (meta self-play), "
                              "or ppo (the coin game's, and its only, opponent)")
@@ -35,13 +36,20 @@ def add_arguments(subparsers) -> None:
     parser.add_argument("--seed", type=int, default=0, help="first seed; seeds are SEED..SEED+N-1")
     parser.add_argument("--num-games", type=int, help="games (coin: boards) in parallel (overrides the preset)")
     parser.add_argument("--meta-episodes", type=int, help="meta-episodes (overrides the preset)")
-    parser.add_argument("--out", type=Path, help="train: run directory (default runs/mfos-GAME-OPPONENT-TIME)")
+    parser.add_argument("--self-play-meta-episodes", type=int,
+                        help="table: meta self-play's meta-episodes (default: the preset's)")
+    parser.add_argument("--scoring", choices=SCORING,
+                        help="authors (default): one unscored learning step before the 100 scored ones, as in the "
+                             "authors' reset; count-first: score all 100 steps from the N(0, 1) start")
+    parser.add_argument("--out", type=Path, help="run directory (default runs/mfos-GAME-OPPONENT-TIME, "
+                                                  "table: runs/mfos-table-TIME); everything is written under it")
     parser.add_argument("--overwrite", action="store_true", help="train: replace a non-empty --out")
     parser.add_argument("--resume", action="store_true",
                         help="train: continue the run in --out from its last checkpoint (same settings)")
     parser.add_argument("--report", type=Path,
-                        help="table: markdown report (default docs/results/mfos.md); coin: also write this report "
-                             "of the run; its data and plots go to REPORT_STEM/ beside it")
+                        help="regenerate a published report: table: write the markdown here instead of under --out, "
+                             "its data and plots in REPORT_STEM/ beside it (docs/results/mfos.md); coin: also write "
+                             "this report of the run, its plot in REPORT_STEM/")
 
 
 def run_cli(args) -> int:
@@ -50,7 +58,10 @@ def run_cli(args) -> int:
     if args.game == "coin" or args.opponent == "ppo":
         return _run_coin_cli(args, what)
     preset = args.preset or ("small" if what == "table" else "cpu")
-    settings = resolve(preset, args.seeds, args.num_games, args.meta_episodes)
+    settings = resolve(preset, args.seeds, args.num_games, args.meta_episodes, args.scoring)
+    if args.self_play_meta_episodes is not None:
+        settings = settings.replace(self_play_meta_episodes=args.self_play_meta_episodes)
+        settings.validate()
     if args.seed < 0:
         raise ConfigError(f"--seed must be non-negative, got {args.seed}")
     seeds = list(range(args.seed, args.seed + settings.seeds))
@@ -58,7 +69,7 @@ def run_cli(args) -> int:
         chosen = (args.game,) if args.game else GAME_NAMES
         for game in chosen:
             check_pairing(game, "nl")
-        report = _report_path(args.report or Path("docs/results/mfos.md"))
+        report = _table_report(args)
         record = run_table(settings, seeds, report, chosen, preset)
         print(f"report: {report} ({record['elapsed_s'] / 60:.1f} min)")
         return 0
@@ -82,18 +93,33 @@ def run_cli(args) -> int:
     for name in names:
         s = result["final"][name]
         print(f"  {name:9s} mean reward per step over the last {window} meta-episodes: {format_cell(s)} (n={s['n']})")
-    if "analysis" in result:
-        a = result["analysis"]
+    for mode in ("analysis", "analysis_greedy"):
+        if mode not in result:
+            continue
+        a, label = result[mode], "sampled" if mode == "analysis" else "greedy"
         policy = ", ".join(f"{k} {v:.2f}" for k, v in a["mfos_policy"].items())
-        print(f"  M-FOS late policy P(C|.): {policy}")
+        print(f"  M-FOS late policy P(C|.), {label}: {policy}")
         if game == "ipd":
             t, f = a["policy_test"], a["payoff_fit"]
-            print(f"  ZD extortion: policy chi {t['chi']:.2f} (error {t['residual']:.3f}) -> "
+            print(f"  ZD extortion ({label}): policy chi {t['chi']:.2f} (error {t['residual']:.3f}) -> "
                   f"{'extortionate' if t['extortionate'] else 'not extortionate'}; payoff fit chi {f['chi']:.2f} "
                   f"R^2 {f['r2']:.2f} -> {'extortionate' if f['extortionate'] else 'not extortionate'}")
     plots = "rewards.png, policies.png" if "analysis" in result else "rewards.png"
     print(f"results in {out}/ (summary.json, metrics.csv, {plots})")
     return 0
+
+
+def _table_report(args) -> Path:
+    """Where the table's markdown goes: --report PATH (a published report), else RUN_DIR/mfos.md under --out
+    (default runs/mfos-table-TIME), which must be new or empty; its data and plots go beside it."""
+    if args.report and args.out:
+        raise ConfigError("give --out (a run directory) or --report (a published report), not both")
+    if args.report:
+        return _report_path(args.report)
+    out = args.out or Path("runs") / f"mfos-table-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"--out {out} exists and is not an empty directory; choose another")
+    return out / "mfos.md"
 
 
 def _report_path(report: Path) -> Path:

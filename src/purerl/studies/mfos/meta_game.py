@@ -18,7 +18,6 @@ from purerl.studies.mfos.settings import (HYPERPARAMS, INNER_LR, META_EPISODE, O
                                           make_learner, ppo_config)
 
 
-# ===================================================================== meta-game
 class MetaGameState(NamedTuple):
     opponent: jax.Array  # (5,) logits the opponent plays at the next meta-step
     t: jax.Array  # meta-steps taken in this meta-episode
@@ -32,7 +31,9 @@ class MetaGame(Env):
     observation: sigmoid of the logits of the inner game just played, M-FOS's
         then the opponent's (10 probabilities of cooperating), as in the authors'
         code. After a reset it shows a random N(0, 1) "previous" M-FOS policy and
-        the opponent's initial policy.
+        the opponent's initial policy; with `warmup_steps=1` (the authors' `reset`)
+        the opponent has already taken one learning step against that random
+        policy, which is not scored.
     action: M-FOS's 5 logits for the next inner game (unbounded reals).
     reward: M-FOS's exact per-step reward (1 - gamma) V in that game.
     time limit: `meta_episode` meta-steps, reported as *truncated* (never
@@ -45,7 +46,8 @@ class MetaGame(Env):
     """
 
     def __init__(self, game: games.Game | str, opponent: games.Learner | str = "nl",
-                 meta_episode: int = META_EPISODE, lr: float = INNER_LR, mamaml_init: jax.Array | None = None):
+                 meta_episode: int = META_EPISODE, lr: float = INNER_LR, mamaml_init: jax.Array | None = None,
+                 warmup_steps: int = 1):
         self.game = games.GAMES[game] if isinstance(game, str) else game
         if isinstance(opponent, str):
             opponent_name = opponent
@@ -54,6 +56,7 @@ class MetaGame(Env):
             opponent_name = "custom"
         self.learner = opponent
         self.lr = lr
+        self.warmup_steps = warmup_steps
         self.name = f"mfos-{self.game.name}-{opponent_name}"
         self.observation_shape = (10,)
         self.action_space = ActionSpace(discrete=False, shape=(5,), low=-math.inf, high=math.inf)
@@ -61,10 +64,13 @@ class MetaGame(Env):
 
     def reset(self, key):
         previous_key, opponent_key = jax.random.split(key)
-        opponent = self.learner.init(opponent_key)
+        initial = self.learner.init(opponent_key)
         previous = jax.random.normal(previous_key, (5,))
+        opponent = initial
+        for _ in range(self.warmup_steps):
+            opponent = self.learner.step(self.game, opponent, previous, OPPONENT_SEAT, self.lr)
         state = MetaGameState(opponent, jnp.int32(0), jnp.zeros(2), jnp.full(2, jnp.nan))
-        return observe(previous, opponent), state
+        return observe(previous, initial), state
 
     def step(self, key, state, action):
         action = jnp.asarray(action, jnp.float32)
@@ -125,7 +131,7 @@ def make_mfos_train(game: str, opponent: str, settings: Settings, mamaml_logits:
     meta-steps, aligned with the time limit), after which the meta-game's state
     holds both players' mean reward per step of that meta-episode.
     """
-    env = EpisodeStats(MetaGame(game, opponent, mamaml_init=mamaml_logits))
+    env = EpisodeStats(MetaGame(game, opponent, mamaml_init=mamaml_logits, warmup_steps=settings.warmup_steps))
     ppo = make_train(ppo_config(settings), env=env)
     init, advance = meta_training(ppo, HYPERPARAMS.as_arrays(), settings.meta_episodes, 2,
                                   lambda state: state.env_state.env_state.last_episode.mean(axis=0))

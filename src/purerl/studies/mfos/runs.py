@@ -15,7 +15,6 @@ from purerl.studies.mfos.self_play import make_self_play_train
 from purerl.studies.mfos.settings import OPPONENT_SEAT, Settings, check_pairing, mamaml_init, seed_keys
 
 
-# ================================================================ experiments
 def final_window(meta_episodes: int) -> int:
     """The final numbers average the last 10% of meta-episodes (at least one)."""
     return max(1, meta_episodes // 10)
@@ -43,17 +42,24 @@ def train_members(init, advance, seeds: list[int], total: int, member_program=ba
     return placement.get(runs, len(seeds)), {**timing, "compile_s": init_s + timing["compile_s"]}
 
 
+MIN_SEEDS_FOR_CI = 10  # a 95% CI is a bootstrap over at least this many seeds (docs/results statistics rules)
+
+
 def summarize_seeds(values: np.ndarray) -> dict:
-    """Mean over seeds with a 95% percentile-bootstrap CI of the mean (and the IQM, for reference)."""
+    """Mean over seeds and the per-seed values; with at least MIN_SEEDS_FOR_CI seeds also a 95%
+    percentile-bootstrap CI of the mean (otherwise the CI fields are None: no CI is claimed)."""
     from purerl import stats
 
     values = np.asarray(values, float)
     values = values[np.isfinite(values)]
     if not values.size:
-        return {"mean": float("nan"), "ci95_low": float("nan"), "ci95_high": float("nan"), "n": 0}
-    low, high = stats.bootstrap_ci(values, statistic=lambda x, axis: np.mean(x, axis=axis))
-    return {"mean": float(values.mean()), "ci95_low": float(low), "ci95_high": float(high),
-            "iqm": float(stats.iqm(values)), "std": float(values.std()), "n": int(values.size)}
+        return {"mean": float("nan"), "ci95_low": None, "ci95_high": None, "n": 0, "values": []}
+    low = high = None
+    if values.size >= MIN_SEEDS_FOR_CI:
+        low, high = (float(x) for x in stats.bootstrap_ci(values, statistic=lambda x, axis: np.mean(x, axis=axis)))
+    return {"mean": float(values.mean()), "ci95_low": low, "ci95_high": high,
+            "iqm": float(stats.iqm(values)), "std": float(values.std()), "n": int(values.size),
+            "values": values.tolist()}
 
 
 def summaries(per_seed: np.ndarray, names: tuple[str, str]) -> dict:
@@ -80,13 +86,20 @@ def run_vs_learner(game: str, opponent: str, settings: Settings, seeds: list[int
     final = rewards[:, -window:].mean(axis=1)
 
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 2_000_003))(keys)
-    trajectory = jax.jit(jax.vmap(lambda p, k: play_meta_episode(ppo, p, k, settings.num_games)))(
-        run.state.params, eval_keys)
-    pooled = Trajectory(*(np.concatenate(list(np.asarray(x)), axis=1) for x in trajectory))  # seeds x games pooled
+    analyses, pooled = {}, {}
+    play = jax.jit(jax.vmap(lambda p, k, greedy: play_meta_episode(ppo, p, k, settings.num_games, greedy),
+                            in_axes=(0, 0, None)))
+    for mode in ("sampled", "greedy"):
+        trajectory = play(run.state.params, eval_keys, mode == "greedy")
+        by_seed = [Trajectory(*(np.asarray(x)[i] for x in trajectory)) for i in range(len(seeds))]
+        pooled[mode] = Trajectory(*(np.concatenate(list(np.asarray(x)), axis=1) for x in trajectory))  # seeds x games
+        analyses[mode] = {**extortion_analysis(pooled[mode], game),
+                          "by_seed": [extortion_analysis(one, game) for one in by_seed]}
     return {
         "game": game, "opponent": opponent, "seeds": seeds, "final_window": window,
         "final": summaries(final, ("mfos", "opponent")), "final_by_seed": final.tolist(),
-        "rewards": rewards, "analysis": extortion_analysis(pooled, game), "trajectory": pooled,
+        "rewards": rewards, "analysis": analyses["sampled"], "analysis_greedy": analyses["greedy"],
+        "trajectory": pooled["sampled"],
         "ppo_metrics": dict(run.state.metrics),  # [seeds, meta-episodes]
         "compile_s": timing["compile_s"], "run_s": timing["run_s"], "resumed_from_meta_episode": timing["first"],
         "mamaml_init": None if logits is None else np.asarray(logits).tolist(),

@@ -17,7 +17,6 @@ from purerl.studies.mfos.meta_game import MetaGame, observe
 from purerl.studies.mfos.settings import HYPERPARAMS, INNER_LR, META_EPISODE, Settings, ppo_config
 
 
-# =================================================================== self-play
 def nl_probability(episode: jax.Array | int, decay: float) -> jax.Array:
     """lambda: the probability that, in meta-episode `episode` (from 0), both M-FOS agents face naive
     learners instead of each other. It starts at 1 and falls by `decay` per meta-episode, down to 0."""
@@ -35,20 +34,32 @@ class SelfPlayGame:
     Against each other, the two agents' actions are the two policies of the game.
     Against naive learners (`vs_nl`), each agent keeps its seat and plays its own
     NL (N(0, 1) logits, lr 1) in the other seat, and the NL learns as in `MetaGame`.
-    Observations are `observe(own, other)` per agent, as in `MetaGame`. Episodes
-    are reset by the trainer (they are aligned with PPO updates).
+    Observations are `observe(own, other)` per agent, as in `MetaGame`; with
+    `warmup_steps=1` each NL first takes one unscored step against the agent's
+    random "previous" policy (the authors' `MetaGames.reset`; their self-play
+    against each other has no such step). Episodes are reset by the trainer (they
+    are aligned with PPO updates).
     """
 
-    def __init__(self, game: games.Game | str, lr: float = INNER_LR):
+    def __init__(self, game: games.Game | str, lr: float = INNER_LR, warmup_steps: int = 1):
         self.game = games.GAMES[game] if isinstance(game, str) else game
         self.lr = lr
+        self.warmup_steps = warmup_steps
 
     def reset(self, key: jax.Array, vs_nl: jax.Array) -> tuple[jax.Array, SelfPlayState]:
         previous_key, nl_key = jax.random.split(key)
         previous = jax.random.normal(previous_key, (2, 5))
-        nl = jax.random.normal(nl_key, (2, 5))
-        others = jnp.where(vs_nl, nl, previous[::-1])
+        initial = jax.random.normal(nl_key, (2, 5))
+        nl = initial
+        for _ in range(self.warmup_steps):
+            nl = self._naive_steps(nl, previous)
+        others = jnp.where(vs_nl, initial, previous[::-1])
         return observe(previous, others), SelfPlayState(nl, jnp.asarray(vs_nl))
+
+    def _naive_steps(self, nl: jax.Array, agents: jax.Array) -> jax.Array:
+        """Both NLs learn against the agent they face (agent 0's NL sits in seat 1, agent 1's in seat 0)."""
+        return jnp.stack([games.naive_step(self.game, nl[0], agents[0], 1, self.lr),
+                          games.naive_step(self.game, nl[1], agents[1], 0, self.lr)])
 
     def step(self, state: SelfPlayState, actions: jax.Array):
         """actions (2, 5) -> (state, obs (2, 10), rewards (2,), opponents' rewards (2,))."""
@@ -59,8 +70,7 @@ class SelfPlayGame:
         rewards = jnp.where(state.vs_nl, jnp.stack([r0, r1]), self_rewards)
         opponent_rewards = jnp.where(state.vs_nl, jnp.stack([r_nl0, r_nl1]), self_rewards[::-1])
         others = jnp.where(state.vs_nl, state.nl, actions[::-1])
-        learned = jnp.stack([games.naive_step(game, nl0, a0, 1, self.lr), games.naive_step(game, nl1, a1, 0, self.lr)])
-        return state._replace(nl=learned), observe(actions, others), rewards, opponent_rewards
+        return state._replace(nl=self._naive_steps(state.nl, actions)), observe(actions, others), rewards, opponent_rewards
 
 
 class SelfPlayRun(NamedTuple):
@@ -84,7 +94,7 @@ def make_self_play_train(game: str, settings: Settings, decay: float | None = No
     decay = settings.nl_decay if decay is None else decay
     config = ppo_config(settings)
     ppo = make_train(config, env=EpisodeStats(MetaGame(game, "nl")))  # the agent; its env only fixes shapes
-    env = SelfPlayGame(game)
+    env = SelfPlayGame(game, warmup_steps=settings.warmup_steps)
     hp = HYPERPARAMS.as_arrays()
     num_games = settings.num_games
     steps = META_EPISODE

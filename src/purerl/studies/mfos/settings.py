@@ -15,11 +15,15 @@ from purerl.envs import games
 
 META_EPISODE = 100  # meta-steps (inner games) per meta-episode
 OPPONENT_SEAT, MFOS_SEAT = 0, 1
-GAME_NAMES = ("ipd", "imp", "chicken")  # the table's games
-# chicken_oneshot: the authors' code plays chicken one-shot (gamma = 0, see envs.games); train only.
-TRAIN_GAMES = GAME_NAMES + ("chicken_oneshot",)
+GAME_NAMES = ("ipd", "imp", "chicken")  # the table's games, as the authors play them (chicken one-shot)
+TRAIN_GAMES = GAME_NAMES + ("chicken_repeated",)  # chicken_repeated: memory-one, gamma 0.96 (not in the paper)
 OPPONENTS = ("nl", "lola", "mamaml")
 INNER_LR = 1.0  # every inner learner steps with lr 1 on its unscaled value (see envs.games)
+# How a meta-episode is scored. "authors": as in their code, the opponent (and, in the baselines, both
+# learners) first take one learning step that is not counted (their `reset`), then 100 steps are scored.
+# "count-first": every one of the 100 steps is scored, the first with the N(0, 1) policies.
+SCORING = ("authors", "count-first")
+
 
 def make_learner(name: str, mamaml_init: jax.Array | None = None) -> games.Learner:
     if name == "mamaml":
@@ -41,6 +45,13 @@ class Settings:
     seeds: int  # default number of seeds
     description: str
     mamaml_steps: int = 100  # Adam steps of MAMAML's meta-learned initialisation
+    scoring: str = "authors"  # one of SCORING
+    self_play_meta_episodes: int | None = None  # meta self-play's budget in the table (default: meta_episodes)
+
+    @property
+    def warmup_steps(self) -> int:
+        """Uncounted learning steps before a meta-episode is scored (see SCORING)."""
+        return 1 if self.scoring == "authors" else 0
 
     @property
     def nl_decay(self) -> float:
@@ -49,10 +60,14 @@ class Settings:
         return 0.0015 * 1024 / self.meta_episodes
 
     def validate(self) -> None:
+        if self.self_play_meta_episodes is not None and self.self_play_meta_episodes <= 0:
+            raise ConfigError(f"self-play meta-episodes must be positive, got {self.self_play_meta_episodes}")
         for name in ("num_games", "meta_episodes", "seeds", "mamaml_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{name.replace('_', '-')} must be a positive integer, got {value}")
+        if self.scoring not in SCORING:
+            raise ConfigError(f"unknown scoring '{self.scoring}'; choose from {', '.join(SCORING)}")
         if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden sizes must be positive, got {self.hidden_sizes}")
 
@@ -61,11 +76,13 @@ class Settings:
 
 
 PRESETS: dict[str, Settings] = {
-    "paper": Settings(4096, 1024, (256, 256), 3, "the paper: 4096 games x 1024 meta-episodes, 256-256 tanh (one GPU)"),
+    "paper": Settings(4096, 1024, (256,), 3, "the paper: 4096 games x 1024 meta-episodes, one hidden layer of 256 "
+                      "tanh as in the authors' code (one GPU)"),
     "cpu": Settings(128, 200, (64, 64), 4, "2-core CPU, one pairing: 128 games x 200 meta-episodes, 64-64 tanh, "
                     "4 seeds (2 min vs NL, 4 min self-play)"),
-    "small": Settings(64, 150, (64, 64), 2, "2-core CPU, the whole table: 64 games x 150 meta-episodes, 64-64 tanh, "
-                      "2 seeds (about 8 min in all)"),
+    "small": Settings(32, 100, (64, 64), 10, "2-core CPU, the whole table: 32 games x 100 meta-episodes (meta "
+                      "self-play 200), 64-64 tanh, 10 seeds (about 1 h on a shared 2-core machine)",
+                      self_play_meta_episodes=200),
     "tiny": Settings(8, 4, (16,), 2, "smoke test: 8 games x 4 meta-episodes", mamaml_steps=5),
 }
 
@@ -96,11 +113,12 @@ def ppo_config(settings: Settings) -> PPOConfig:
 
 
 def resolve(preset: str, seeds: int | None = None, num_games: int | None = None,
-            meta_episodes: int | None = None) -> Settings:
+            meta_episodes: int | None = None, scoring: str | None = None) -> Settings:
     """The preset with any overrides, validated (raises ConfigError before anything compiles)."""
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset '{preset}'; choose from {', '.join(PRESETS)}")
-    changes = {k: v for k, v in dict(seeds=seeds, num_games=num_games, meta_episodes=meta_episodes).items()
+    changes = {k: v for k, v in dict(seeds=seeds, num_games=num_games, meta_episodes=meta_episodes,
+                                     scoring=scoring).items()
                if v is not None}
     settings = PRESETS[preset].replace(**changes)
     settings.validate()
