@@ -1,6 +1,7 @@
 """M-FOS: the meta-game env against hand computation, PPO and self-play smoke runs, the baselines'
 determinism, the lambda schedule, the Press & Dyson extortion tests, and the CLI's input checks."""
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -308,6 +309,26 @@ def test_table_writes_under_its_run_directory_unless_asked_for_a_report(tmp_path
     with pytest.raises(ConfigError, match="not an empty directory"):
         mfos_cli._table_report(_parse("table", "--out", "used"))
     assert not (tmp_path / "docs").exists() and (tmp_path / "used" / "thesis.txt").read_text() == "mine"
+
+
+def test_report_rerenders_the_markdown_from_the_table_data(tmp_path):
+    report = tmp_path / "mfos.md"
+    with pytest.raises(ConfigError, match="needs --report"):
+        mfos_cli.run_cli(_parse("report"))
+    with pytest.raises(ConfigError, match="no table data"):
+        mfos_cli.run_cli(_parse("report", "--report", str(report)))
+    (tmp_path / "mfos").mkdir()
+    record = {"preset": "tiny", "settings": dataclasses.asdict(TINY), "seeds": [0, 1], "games": {},
+              "provenance": {"command": "purerl mfos table", "commit": "abc1234", "machine": "m", "date": "d"}}
+    (tmp_path / "mfos" / "table.json").write_text(json.dumps(record))
+    assert mfos_cli.run_cli(_parse("report", "--report", str(report))) == 0
+    text = report.read_text()
+    assert "`purerl mfos table` at commit abc1234" in text and "Deliberate differences" in text
+    assert "too few seeds for a CI" in text
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**record, "seeds": [5]}))
+    with pytest.raises(ConfigError, match="other settings or seeds"):
+        mfos_cli.run_cli(_parse("report", "--report", str(report), "--merge", str(other)))
 
 
 def test_cli_rejects_unknown_choices():

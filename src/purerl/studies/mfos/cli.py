@@ -8,8 +8,10 @@ import shutil
 import sys
 from pathlib import Path
 
+from purerl import results
 from purerl.config import ConfigError
-from purerl.studies.mfos.report import format_cell, run_config, write_run
+from purerl.studies.mfos.markdown import write_report
+from purerl.studies.mfos.report import format_cell, provenance, run_config, write_run
 from purerl.studies.mfos.runs import run_self_play, run_vs_learner
 from purerl.studies.mfos.settings import (GAME_NAMES, OPPONENTS, PRESETS, SCORING, TRAIN_GAMES, check_pairing,
                                           resolve)
@@ -21,7 +23,9 @@ def add_arguments(subparsers) -> None:
     parser = subparsers.add_parser(
         "mfos", help="model-free opponent shaping in iterated matrix games",
         description="Train M-FOS against a learner (train, the default) or run every pairing (table).")
-    parser.add_argument("what", nargs="?", choices=["train", "table"], default="train")
+    parser.add_argument("what", nargs="?", choices=["train", "table", "report"], default="train",
+                        help="train (default); table: every pairing; report: rewrite --report's markdown from the "
+                             "table.json beside it, without training")
     parser.add_argument("--game", choices=TRAIN_GAMES + ("coin",),
                         help="train: ipd (default), imp, chicken (one-shot, as the authors play it), "
                              "chicken_repeated (memory-one, gamma 0.96; not in the paper), or coin (the coin game "
@@ -46,6 +50,9 @@ def add_arguments(subparsers) -> None:
     parser.add_argument("--overwrite", action="store_true", help="train: replace a non-empty --out")
     parser.add_argument("--resume", action="store_true",
                         help="train: continue the run in --out from its last checkpoint (same settings)")
+    parser.add_argument("--merge", type=Path, nargs="+",
+                        help="report: first add the games of these table.json files (table runs of single games "
+                             "with the same settings and seeds) to the report's data, with their plots")
     parser.add_argument("--report", type=Path,
                         help="regenerate a published report: table: write the markdown here instead of under --out, "
                              "its data and plots in REPORT_STEM/ beside it (docs/results/mfos.md); coin: also write "
@@ -55,6 +62,8 @@ def add_arguments(subparsers) -> None:
 def run_cli(args) -> int:
     """Run `purerl mfos`; bad input raises ConfigError (one line) before anything compiles."""
     what = getattr(args, "what", "train")
+    if what == "report":
+        return _rerender(args.report, getattr(args, "merge", None) or [])
     if args.game == "coin" or args.opponent == "ppo":
         return _run_coin_cli(args, what)
     preset = args.preset or ("small" if what == "table" else "cpu")
@@ -107,6 +116,39 @@ def run_cli(args) -> int:
     plots = "rewards.png, policies.png" if "analysis" in result else "rewards.png"
     print(f"results in {out}/ (summary.json, metrics.csv, {plots})")
     return 0
+
+
+def _rerender(report: Path | None, merge: list[Path]) -> int:
+    """`purerl mfos report --report PATH [--merge T.json ...]`: PATH's markdown again from PATH_STEM/table.json
+    (a table run), after adding the games of other table runs of the same settings and seeds."""
+    if report is None:
+        raise ConfigError("report needs --report PATH, a table report with its PATH_STEM/table.json")
+    data = report.parent / report.stem / "table.json"
+    record = _read_table(data, f"run `purerl mfos table --report {report}` first")
+    others = [(path, _read_table(path, "give the table.json of a table run")) for path in merge]
+    for path, other in others:
+        if (other["settings"], other["seeds"]) != (record["settings"], record["seeds"]):
+            raise ConfigError(f"{path} has other settings or seeds than {data}; only like runs can be merged")
+    for path, other in others:
+        for game, entry in other["games"].items():
+            record["games"][game] = {**entry, "provenance": other["provenance"], "elapsed_s": other["elapsed_s"]}
+            for plot in (f"{game}_rewards.png", f"{game}_nl_policies.png"):
+                if (path.parent / plot).is_file():
+                    shutil.copyfile(path.parent / plot, data.parent / plot)
+    if others:
+        results.write_atomic(data, json.dumps(record, indent=2))
+    write_report({**record, "rendered": provenance()}, report)
+    print(f"report: {report} (from {data})")
+    return 0
+
+
+def _read_table(path: Path, hint: str) -> dict:
+    if not path.is_file():
+        raise ConfigError(f"no table data at {path}; {hint}")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
 
 
 def _table_report(args) -> Path:

@@ -20,7 +20,8 @@ from purerl.studies.mfos.settings import (GAME_NAMES, HYPERPARAMS, MFOS_SEAT, OP
 def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[str, ...] = GAME_NAMES,
               preset: str = "small", log=print) -> dict:
     """Every pairing in every game: plain learners against each other, M-FOS against each learner, and
-    M-FOS self-play. Writes REPORT (markdown) and, next to it, REPORT_STEM/ (table.json and plots)."""
+    M-FOS self-play. Writes REPORT (markdown) and, next to it, REPORT_STEM/ (table.json and plots), again
+    after every row, so a table stopped early keeps the rows it finished."""
     from purerl import results
 
     results_dir = report.parent / report.stem
@@ -30,42 +31,42 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
               "provenance": provenance(), "games": {}}
     self_play_settings = settings.replace(meta_episodes=settings.self_play_meta_episodes or settings.meta_episodes)
     started = time.perf_counter()
+
+    def save():
+        record["elapsed_s"] = time.perf_counter() - started
+        results.write_atomic(results_dir / "table.json", json.dumps(record, indent=2))
+        write_report(record, report)
+
     for game in games_:
         inits = {seat: mamaml_init(game, seat, settings.mamaml_steps) for seat in (OPPONENT_SEAT, MFOS_SEAT)}
         rows = run_baselines(game, settings.num_games, seeds, inits, settings.warmup_steps)
         for label, row in rows.items():
             log(f"{game} {label:18s} {format_cell(row['final']['shaper'])}  {format_cell(row['final']['opponent'])}")
+        entry = record["games"][game] = {"rows": rows,
+                                         "mamaml_init": {str(s): np.asarray(v).tolist() for s, v in inits.items()}}
+        save()
         mfos_runs = {}
-        for opponent in OPPONENTS:
-            result = run_vs_learner(game, opponent, settings, seeds, inits[OPPONENT_SEAT])
+        for opponent in OPPONENTS + ("self",):
+            if opponent == "self":
+                result = run_self_play(game, self_play_settings, seeds)
+                final = {"shaper": result["final"]["agent1"], "opponent": result["final"]["agent0"]}
+            else:
+                result = run_vs_learner(game, opponent, settings, seeds, inits[OPPONENT_SEAT])
+                final = {"shaper": result["final"]["mfos"], "opponent": result["final"]["opponent"]}
             mfos_runs[opponent] = result
-            rows[f"mfos vs {opponent}"] = {"final": {"shaper": result["final"]["mfos"],
-                                                     "opponent": result["final"]["opponent"]},
-                                           "final_by_seed": result["final_by_seed"], "run_s": result["run_s"]}
-            log(f"{game} {'mfos vs ' + opponent:18s} {format_cell(result['final']['mfos'])}  "
-                f"{format_cell(result['final']['opponent'])}  ({result['compile_s']:.0f} s compile, {result['run_s']:.0f} s)")
-        self_play = run_self_play(game, self_play_settings, seeds)
-        mfos_runs["self"] = self_play
-        final = self_play["final"]
-        rows["mfos vs mfos"] = {"final": {"shaper": final["agent1"], "opponent": final["agent0"]},
-                                "final_by_seed": self_play["final_by_seed"], "run_s": self_play["run_s"]}
-        log(f"{game} {'mfos vs mfos':18s} {format_cell(self_play['final']['agent1'])}  {format_cell(self_play['final']['agent0'])}"
-            f"  ({self_play['compile_s']:.0f} s compile, {self_play['run_s']:.0f} s)")
-
-        plt = pyplot()
-        fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-        for ax, result in zip(axes.ravel(), mfos_runs.values()):
-            plot_rewards(ax, result)
-        fig.tight_layout()
-        save_figure(fig, results_dir / f"{game}_rewards.png")
-        nl_run = mfos_runs["nl"]
-        plot_policies(nl_run["trajectory"], results_dir / f"{game}_nl_policies.png",
-                      f"{game.upper()}: trained M-FOS vs a fresh NL")
-        record["games"][game] = {"rows": rows,
-                                 "mamaml_init": {str(s): np.asarray(v).tolist() for s, v in inits.items()},
-                                 "analysis_vs_nl": nl_run["analysis"],
-                                 "analysis_vs_nl_greedy": nl_run["analysis_greedy"]}
-        record["elapsed_s"] = time.perf_counter() - started
-        results.write_atomic(results_dir / "table.json", json.dumps(record, indent=2))
-        write_report(record, report)
+            label = f"mfos vs {'mfos' if opponent == 'self' else opponent}"
+            rows[label] = {"final": final, "final_by_seed": result["final_by_seed"], "run_s": result["run_s"]}
+            log(f"{game} {label:18s} {format_cell(final['shaper'])}  {format_cell(final['opponent'])}"
+                f"  ({result['compile_s']:.0f} s compile, {result['run_s']:.0f} s)")
+            if opponent == "nl":
+                entry.update(analysis_vs_nl=result["analysis"], analysis_vs_nl_greedy=result["analysis_greedy"])
+                plot_policies(result["trajectory"], results_dir / f"{game}_nl_policies.png",
+                              f"{game.upper()}: trained M-FOS vs a fresh NL")
+            plt = pyplot()
+            fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+            for ax, run in zip(axes.ravel(), mfos_runs.values()):
+                plot_rewards(ax, run)
+            fig.tight_layout()
+            save_figure(fig, results_dir / f"{game}_rewards.png")
+            save()
     return record
