@@ -11,7 +11,7 @@ from purerl.envs.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
 from purerl.nets import ConvGRUActorCritic, init_params
-from purerl.studies import mfos_coin
+from purerl.studies.mfos import coin as mfos_coin
 
 RIGHT, LEFT, DOWN, UP = range(4)
 

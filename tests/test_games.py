@@ -12,7 +12,7 @@ GAMMA = 0.96
 PAYOFFS = {
     "ipd": ([[-1, -3], [0, -2]], [[-1, 0], [-3, -2]]),
     "imp": ([[-1, 1], [1, -1]], [[1, -1], [-1, 1]]),
-    "chicken": ([[0, -1], [1, -100]], [[0, 1], [-1, -100]]),
+    "chicken_repeated": ([[0, -1], [1, -100]], [[0, 1], [-1, -100]]),
 }
 OUTCOMES = [(0, 0), (0, 1), (1, 0), (1, 1)]  # CC, CD, DC, DD from player 1's view
 ALWAYS_C, ALWAYS_D = jnp.full(5, 20.0), jnp.full(5, -20.0)
@@ -66,15 +66,15 @@ def test_games_are_the_papers_payoffs():
         game = games.GAMES[name]
         assert np.array_equal(game.payoff1, payoff1) and np.array_equal(game.payoff2, payoff2)
         assert game.gamma == GAMMA
-    assert games.GAMES["chicken_oneshot"].payoff1 == games.GAMES["chicken"].payoff1
-    assert games.GAMES["chicken_oneshot"].gamma == 0.0
+    assert games.GAMES["chicken"].payoff1 == games.GAMES["chicken_repeated"].payoff1
+    assert games.GAMES["chicken"].gamma == 0.0  # the authors' chicken is one-shot
 
 
 @pytest.mark.parametrize("name, expected", [
     ("ipd", {"CC": (-1, -1), "CD": (-3, 0), "DC": (0, -3), "DD": (-2, -2)}),
     ("imp", {"CC": (-1, 1), "CD": (1, -1), "DC": (1, -1), "DD": (-1, 1)}),
+    ("chicken_repeated", {"CC": (0, 0), "CD": (-1, 1), "DC": (1, -1), "DD": (-100, -100)}),
     ("chicken", {"CC": (0, 0), "CD": (-1, 1), "DC": (1, -1), "DD": (-100, -100)}),
-    ("chicken_oneshot", {"CC": (0, 0), "CD": (-1, 1), "DC": (1, -1), "DD": (-100, -100)}),
 ])
 def test_pure_strategies_earn_their_stage_payoff_every_step(name, expected):
     policy = {"C": ALWAYS_C, "D": ALWAYS_D}
@@ -91,18 +91,18 @@ def test_imp_is_zero_sum_for_random_policies():
 
 
 def test_oneshot_chicken_ignores_memory_logits():
-    game = games.GAMES["chicken_oneshot"]
+    game = games.GAMES["chicken"]
     logits1, logits2 = random_logits(1)
     rewards = value(game, logits1, logits2)
     p, q = sigmoid(np.asarray(logits1[0])), sigmoid(np.asarray(logits2[0]))
-    stage = np.array([p, 1 - p]) @ np.array(PAYOFFS["chicken"][0]) @ np.array([q, 1 - q])
+    stage = np.array([p, 1 - p]) @ np.array(PAYOFFS["chicken_repeated"][0]) @ np.array([q, 1 - q])
     np.testing.assert_allclose(rewards[0], stage, rtol=1e-5)
     shuffled = value(game, logits1.at[1:].set(5.0), logits2.at[1:].set(-5.0))
     np.testing.assert_allclose(shuffled, rewards, rtol=1e-6)
     assert np.all(naive(game, logits1, logits2, 0)[1:] == logits1[1:])
 
 
-@pytest.mark.parametrize("name", ["ipd", "imp", "chicken"])
+@pytest.mark.parametrize("name", ["ipd", "imp", "chicken_repeated"])
 def test_exact_value_matches_power_series(name):
     """(1 - gamma) sum_t gamma^t p0^T P^t u, summed in float64 until gamma^t < 1e-35."""
     for seed in range(3):
@@ -116,7 +116,7 @@ def test_exact_value_matches_power_series(name):
                                    rtol=1e-5, atol=1e-5 * np.abs(payoffs).max())
 
 
-@pytest.mark.parametrize("name", ["ipd", "imp", "chicken"])
+@pytest.mark.parametrize("name", ["ipd", "imp", "chicken_repeated"])
 @pytest.mark.parametrize("player", [0, 1])
 def test_naive_step_is_one_gradient_step_on_the_unscaled_value(name, player):
     own, other = random_logits(20 + player)
@@ -182,6 +182,16 @@ def test_learning_is_deterministic_given_the_seed(play_ipd, pair):
     assert not np.array_equal(rewards, other)
 
 
+def test_warmup_steps_learn_without_being_scored():
+    """The authors' scoring: one uncounted simultaneous step, then 100 scored ones, is steps 2..101 of 101."""
+    game, nl, lola = games.GAMES["ipd"], games.LEARNERS["nl"], games.LEARNERS["lola"]
+    key = jax.random.PRNGKey(3)
+    scored, final = games.play(key, game, lola, nl, 100, warmup_steps=1)
+    everything, final_all = games.play(key, game, lola, nl, 101)
+    np.testing.assert_allclose(scored, everything[1:], rtol=1e-6)
+    np.testing.assert_allclose(final[0], final_all[0], rtol=1e-6)
+
+
 def test_naive_learners_defect_and_lola_shapes_them(play_ipd):
     """NL vs NL falls to mutual defection; LOLA against an NL earns more than that."""
     nl_nl, _ = play_ipd("nl", "nl", 0)
@@ -192,7 +202,7 @@ def test_naive_learners_defect_and_lola_shapes_them(play_ipd):
 
 def test_mamaml_training_improves_its_meta_objective():
     """30 Adam steps against fresh batches of 64 naive learners, 100 inner steps each."""
-    game = games.GAMES["chicken"]
+    game = games.GAMES["chicken_repeated"]
     train = jax.jit(games.train_mamaml_init, static_argnums=(1, 2, 3, 4, 5))
     logits, history = train(jax.random.PRNGKey(0), game, 1, 30, 64, 100)
     assert logits.shape == (5,) and history.shape == (30,)

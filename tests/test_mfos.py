@@ -1,8 +1,10 @@
 """M-FOS: the meta-game env against hand computation, PPO and self-play smoke runs, the baselines'
 determinism, the lambda schedule, the Press & Dyson extortion tests, and the CLI's input checks."""
 
+import dataclasses
 import json
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -11,13 +13,14 @@ import pytest
 
 from purerl.config import ConfigError
 from purerl.envs import games
-from purerl.studies import mfos
+from purerl.studies.mfos import analysis, baselines, meta_game, report, runs, self_play, settings
+from purerl.studies.mfos import cli as mfos_cli
 
 GAMMA = 0.96
 IPD = {(0, 0): (-1, -1), (0, 1): (-3, 0), (1, 0): (0, -3), (1, 1): (-2, -2)}  # (a1, a2) -> (r1, r2); 0 = C
 OUTCOMES = [(0, 0), (0, 1), (1, 0), (1, 1)]
 IPD_RSTP = (-1.0, -3.0, 0.0, -2.0)
-TINY = mfos.PRESETS["tiny"]
+TINY = settings.PRESETS["tiny"]
 
 
 def sigmoid(x):
@@ -37,14 +40,14 @@ def np_ipd_rewards(logits1, logits2, gamma=GAMMA):
 
 @pytest.fixture(scope="module")
 def ipd_nl():
-    env = mfos.MetaGame("ipd", "nl", meta_episode=3)
+    env = meta_game.MetaGame("ipd", "nl", meta_episode=3, warmup_steps=0)
     return env, jax.jit(env.step), jax.jit(env.reset)
 
 
 def test_meta_game_step_matches_hand_computation(ipd_nl):
     env, step, reset = ipd_nl
     assert env.observation_shape == (10,) and env.action_space.shape == (5,) and not env.action_space.discrete
-    assert mfos.MetaGame("ipd", "nl").max_episode_steps == 100
+    assert meta_game.MetaGame("ipd", "nl").max_episode_steps == 100
     obs, state = reset(jax.random.PRNGKey(0))
     opponent = np.asarray(state.opponent)
     np.testing.assert_allclose(obs[5:], sigmoid(opponent), rtol=1e-6)  # the opponent's initial policy
@@ -68,6 +71,26 @@ def test_meta_game_step_matches_hand_computation(ipd_nl):
     assert int(new_state.t) == 1 and not bool(ts.terminated) and not bool(ts.truncated)
 
 
+def test_authors_reset_takes_one_unscored_opponent_step():
+    """As in the authors' MetaGames.reset: the opponent learns once against a random M-FOS policy; the first
+    observation shows that random policy and the opponent's policy before its step."""
+    env = meta_game.MetaGame("ipd", "nl")
+    assert env.warmup_steps == 1
+    obs, state = jax.jit(env.reset)(jax.random.PRNGKey(0))
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    previous, initial = logit(np.asarray(obs[:5], np.float64)), logit(np.asarray(obs[5:], np.float64))
+    expected = games.naive_step(games.GAMES["ipd"], jnp.asarray(initial, jnp.float32), jnp.asarray(previous, jnp.float32), 0)
+    np.testing.assert_allclose(state.opponent, expected, rtol=1e-3, atol=1e-3)
+    assert not np.allclose(state.opponent, initial, atol=1e-2)
+
+
+def test_seed_summaries_claim_a_ci_only_from_ten_seeds():
+    few, many = runs.summarize_seeds([0.1, 0.3, 0.2]), runs.summarize_seeds(np.linspace(0, 1, 10))
+    assert few["ci95_low"] is None and few["n"] == 3 and few["values"] == [0.1, 0.3, 0.2]
+    assert report.format_cell(few) == "+0.20 (n=3: +0.10, +0.30, +0.20)"
+    assert many["ci95_low"] < many["mean"] < many["ci95_high"] and "[" in report.format_cell(many)
+
+
 def test_meta_game_time_limit_truncates_and_resets(ipd_nl):
     env, step, reset = ipd_nl
     obs, state = reset(jax.random.PRNGKey(3))
@@ -89,7 +112,7 @@ def test_meta_game_time_limit_truncates_and_resets(ipd_nl):
 
 
 def test_meta_game_vmaps_over_4096_games():
-    env = mfos.MetaGame("imp", "nl")
+    env = meta_game.MetaGame("imp", "nl")
     keys = jax.random.split(jax.random.PRNGKey(5), 4096)
     obs, state = jax.vmap(env.reset)(keys)
     actions = jax.random.normal(jax.random.PRNGKey(6), (4096, 5))
@@ -102,7 +125,7 @@ def test_meta_game_vmaps_over_4096_games():
 
 def test_tiny_ppo_run_on_the_meta_game(tmp_path):
     """The library's PPO on EpisodeStats(MetaGame): finite metrics, one update = one meta-episode."""
-    result = mfos.run_vs_learner("ipd", "nl", TINY, [0, 1])
+    result = runs.run_vs_learner("ipd", "nl", TINY, [0, 1])
     rewards, metrics = result["rewards"], result["ppo_metrics"]
     assert rewards.shape == (2, TINY.meta_episodes, 2) and np.isfinite(rewards).all()
     assert all(np.isfinite(v).all() for v in metrics.values())
@@ -110,7 +133,7 @@ def test_tiny_ppo_run_on_the_meta_game(tmp_path):
     np.testing.assert_allclose(metrics["episode_length"], 100)
     np.testing.assert_allclose(metrics["episode_return"] / 100, rewards[..., 0], rtol=1e-4)
     assert result["trajectory"].mfos.shape == (100, 2 * TINY.num_games, 5)
-    mfos.write_run(tmp_path, result, TINY, "tiny")
+    report.write_run(tmp_path, result, TINY, "tiny")
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["final"]["mfos"]["n"] == 2 and math.isfinite(summary["final"]["opponent"]["mean"])
     for name in ("metrics.csv", "rewards.png", "policies.png"):  # config.json: written by the CLI at the start
@@ -118,20 +141,20 @@ def test_tiny_ppo_run_on_the_meta_game(tmp_path):
 
 
 def test_lambda_schedule():
-    assert mfos.PRESETS["paper"].nl_decay == pytest.approx(0.0015)
-    lam = np.asarray(mfos.nl_probability(np.arange(1024), 0.0015))
+    assert settings.PRESETS["paper"].nl_decay == pytest.approx(0.0015)
+    lam = np.asarray(self_play.nl_probability(np.arange(1024), 0.0015))
     assert lam[0] == 1.0 and lam[100] == pytest.approx(0.85) and lam[666] == pytest.approx(0.001, abs=1e-5)
     assert np.all(lam[667:] == 0.0) and np.all(np.diff(lam) <= 0)
-    cpu = mfos.PRESETS["cpu"]
-    lam = np.asarray(mfos.nl_probability(np.arange(cpu.meta_episodes), cpu.nl_decay))
+    cpu = settings.PRESETS["cpu"]
+    lam = np.asarray(self_play.nl_probability(np.arange(cpu.meta_episodes), cpu.nl_decay))
     assert np.flatnonzero(lam == 0)[0] / cpu.meta_episodes == pytest.approx(667 / 1024, abs=0.01)  # any budget
 
 
 def test_self_play_follows_the_schedule_and_pays_both():
     """lambda = 1, 0.5, 0, 0: the first meta-episode is against NLs, the last two against each other."""
-    settings = TINY.replace(num_games=4)
-    _, init, advance = mfos.make_self_play_train("ipd", settings, decay=0.5)
-    run = jax.jit(jax.vmap(lambda key: advance(init(key), 0, settings.meta_episodes)))(mfos.seed_keys([0, 1]))
+    budget = TINY.replace(num_games=4)
+    _, init, advance = self_play.make_self_play_train("ipd", budget, decay=0.5)
+    run = jax.jit(jax.vmap(lambda key: advance(init(key), 0, budget.meta_episodes)))(settings.seed_keys([0, 1]))
     vs_nl = np.asarray(run.vs_nl)
     assert vs_nl.shape == (2, 4) and vs_nl[:, 0].all() and not vs_nl[:, 2:].any()
     rewards, opponents = np.asarray(run.rewards), np.asarray(run.opponent_rewards)
@@ -141,7 +164,7 @@ def test_self_play_follows_the_schedule_and_pays_both():
 
 
 def test_self_play_game_step():
-    env = mfos.SelfPlayGame("ipd")
+    env = self_play.SelfPlayGame("ipd")
     obs, state = env.reset(jax.random.PRNGKey(0), jnp.bool_(False))
     actions = jax.random.normal(jax.random.PRNGKey(1), (2, 5))
     _, obs, rewards, _ = env.step(state, actions)
@@ -159,8 +182,8 @@ def test_self_play_game_step():
 def test_baseline_rows_are_deterministic_given_the_seed():
     """Two separately built and compiled programs give bit-identical rows; different seeds differ."""
     pairs = (("nl", "nl"), ("lola", "nl"), ("lola", "lola"))
-    first = mfos.run_baselines("ipd", 8, [0, 1], pairs=pairs)
-    again = mfos.run_baselines("ipd", 8, [0, 1], pairs=pairs)
+    first = baselines.run_baselines("ipd", 8, [0, 1], pairs=pairs)
+    again = baselines.run_baselines("ipd", 8, [0, 1], pairs=pairs)
     for label in first:
         assert first[label]["final_by_seed"] == again[label]["final_by_seed"]
         seed0, seed1 = first[label]["final_by_seed"]
@@ -179,12 +202,12 @@ def extortioner(chi, phi, rstp):
 
 def test_zd_test_recognises_press_and_dysons_extortioner():
     # Press & Dyson's own example: chi = 3 with (T, R, P, S) = (5, 3, 1, 0) is p = (11/13, 1/2, 7/26, 0).
-    result = mfos.zd_extortion_test([11 / 13, 1 / 2, 7 / 26, 0], (3, 0, 5, 1))
+    result = analysis.zd_extortion_test([11 / 13, 1 / 2, 7 / 26, 0], (3, 0, 5, 1))
     assert result["extortionate"] and result["chi"] == pytest.approx(3) and result["phi"] == pytest.approx(1 / 26)
     assert result["residual"] < 1e-9
     ours = extortioner(2.0, 1 / 6, IPD_RSTP)  # (5/6, 1/6, 2/3, 0) for this IPD's payoffs
     np.testing.assert_allclose(ours, [5 / 6, 1 / 6, 2 / 3, 0])
-    result = mfos.zd_extortion_test(ours, IPD_RSTP)
+    result = analysis.zd_extortion_test(ours, IPD_RSTP)
     assert result["extortionate"] and result["chi"] == pytest.approx(2)
 
 
@@ -195,11 +218,11 @@ def test_zd_test_recognises_press_and_dysons_extortioner():
     ([0.9, 0.02, 0.09, 0.0], "grim-like: not on a ZD plane"),
 ])
 def test_zd_test_rejects_non_extortionate_policies(policy, why):
-    assert not mfos.zd_extortion_test(policy, IPD_RSTP)["extortionate"], why
+    assert not analysis.zd_extortion_test(policy, IPD_RSTP)["extortionate"], why
 
 
 def test_zd_test_on_the_policy_of_player_2():
-    assert mfos.own_payoffs(games.GAMES["ipd"], seat=1) == IPD_RSTP == mfos.own_payoffs(games.GAMES["ipd"], seat=0)
+    assert analysis.own_payoffs(games.GAMES["ipd"], seat=1) == IPD_RSTP == analysis.own_payoffs(games.GAMES["ipd"], seat=0)
 
 
 def _play_random_opponents(policy, gamma):
@@ -215,10 +238,10 @@ def test_extortion_fit_on_reached_payoffs():
     """Against 64 random memory-one opponents in a nearly undiscounted IPD, the extortioner's payoffs lie on
     s_X - P = 2 (s_Y - P); tit-for-tat's on chi = 1."""
     own, other = _play_random_opponents(extortioner(2.0, 1 / 6, IPD_RSTP), gamma=0.999)
-    fit = mfos.extortion_fit(own, other, kappa=-2.0)
+    fit = analysis.extortion_fit(own, other, kappa=-2.0)
     assert fit["extortionate"] and fit["chi"] == pytest.approx(2.0, abs=0.05) and fit["r2"] > 0.99
     own, other = _play_random_opponents(np.array([1.0, 0.0, 1.0, 0.0]), gamma=0.999)
-    fit = mfos.extortion_fit(own, other, kappa=-2.0)
+    fit = analysis.extortion_fit(own, other, kappa=-2.0)
     assert not fit["extortionate"] and fit["chi"] == pytest.approx(1.0, abs=0.05)
 
 
@@ -227,7 +250,7 @@ def _parse(*argv):
     from purerl.cli import _Parser
 
     parser = _Parser(prog="purerl")
-    mfos.add_arguments(parser.add_subparsers(dest="command", required=True, parser_class=_Parser))
+    mfos_cli.add_arguments(parser.add_subparsers(dest="command", required=True, parser_class=_Parser))
     return parser.parse_args(["mfos", *argv])
 
 
@@ -247,30 +270,65 @@ def test_cli_parses_train_and_table():
 ])
 def test_cli_rejects_bad_input_before_compiling(argv, message):
     with pytest.raises(ConfigError, match=message):
-        mfos.run_cli(_parse(*argv))
+        mfos_cli.run_cli(_parse(*argv))
 
 
 def test_cli_rejects_a_file_or_a_used_directory_as_out(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigError, match="not a directory"):
-        mfos.run_cli(_parse("--out", str(tmp_path / "file")))
+        mfos_cli.run_cli(_parse("--out", str(tmp_path / "file")))
     with pytest.raises(ConfigError, match="is not empty"):
-        mfos.run_cli(_parse("--out", str(tmp_path)))
+        mfos_cli.run_cli(_parse("--out", str(tmp_path)))
 
 
 def test_cli_trains_then_resume_finds_the_finished_run(tmp_path, capsys):
     out = tmp_path / "run"
-    assert mfos.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(out))) == 0
+    assert mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(out))) == 0
     config = json.loads((out / "config.json").read_text())
     assert config["settings"]["meta_episodes"] == TINY.meta_episodes and config["seeds"] == [0, 1]
     first = (out / "metrics.csv").read_text()
-    assert mfos.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(out), "--resume")) == 0
+    assert mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(out), "--resume")) == 0
     assert f"resumed after meta-episode {TINY.meta_episodes}" in capsys.readouterr().out
     assert (out / "metrics.csv").read_text() == first
     with pytest.raises(ConfigError, match="settings differ from the run"):
-        mfos.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--seeds", "1", "--out", str(out), "--resume"))
+        mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--seeds", "1", "--out", str(out), "--resume"))
     with pytest.raises(ConfigError, match="needs --out with an M-FOS run"):
-        mfos.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(tmp_path / "none"), "--resume"))
+        mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(tmp_path / "none"), "--resume"))
+
+
+def test_table_writes_under_its_run_directory_unless_asked_for_a_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert mfos_cli._table_report(_parse("table", "--out", "here")) == Path("here") / "mfos.md"
+    default = mfos_cli._table_report(_parse("table"))
+    assert default.parts[0] == "runs" and default.name == "mfos.md"
+    assert mfos_cli._table_report(_parse("table", "--report", "docs/x.md")) == Path("docs/x.md")
+    with pytest.raises(ConfigError, match="not both"):
+        mfos_cli._table_report(_parse("table", "--out", "here", "--report", "docs/x.md"))
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "thesis.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not an empty directory"):
+        mfos_cli._table_report(_parse("table", "--out", "used"))
+    assert not (tmp_path / "docs").exists() and (tmp_path / "used" / "thesis.txt").read_text() == "mine"
+
+
+def test_report_rerenders_the_markdown_from_the_table_data(tmp_path):
+    report = tmp_path / "mfos.md"
+    with pytest.raises(ConfigError, match="needs --report"):
+        mfos_cli.run_cli(_parse("report"))
+    with pytest.raises(ConfigError, match="no table data"):
+        mfos_cli.run_cli(_parse("report", "--report", str(report)))
+    (tmp_path / "mfos").mkdir()
+    record = {"preset": "tiny", "settings": dataclasses.asdict(TINY), "seeds": [0, 1], "games": {},
+              "provenance": {"command": "purerl mfos table", "commit": "abc1234", "machine": "m", "date": "d"}}
+    (tmp_path / "mfos" / "table.json").write_text(json.dumps(record))
+    assert mfos_cli.run_cli(_parse("report", "--report", str(report))) == 0
+    text = report.read_text()
+    assert "`purerl mfos table` at commit abc1234" in text and "Deliberate differences" in text
+    assert "too few seeds for a CI" in text
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**record, "seeds": [5]}))
+    with pytest.raises(ConfigError, match="other settings or seeds"):
+        mfos_cli.run_cli(_parse("report", "--report", str(report), "--merge", str(other)))
 
 
 def test_cli_rejects_unknown_choices():
@@ -284,7 +342,7 @@ def test_cli_rejects_unknown_choices():
 @pytest.mark.timeout(900)
 def test_cpu_preset_reaches_the_ipd_target():
     """IPD, M-FOS vs NL, the cpu preset (4 seeds, about 2 min): M-FOS > -0.9 and NL < -1.4 per step."""
-    result = mfos.run_vs_learner("ipd", "nl", mfos.PRESETS["cpu"], [0, 1, 2, 3])
+    result = runs.run_vs_learner("ipd", "nl", settings.PRESETS["cpu"], [0, 1, 2, 3])
     assert result["final"]["mfos"]["mean"] > -0.9
     assert result["final"]["opponent"]["mean"] < -1.4
 
@@ -292,15 +350,15 @@ def test_cpu_preset_reaches_the_ipd_target():
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_cpu_preset_wins_matching_pennies():
-    result = mfos.run_vs_learner("imp", "nl", mfos.PRESETS["cpu"], [0, 1, 2, 3])
+    result = runs.run_vs_learner("imp", "nl", settings.PRESETS["cpu"], [0, 1, 2, 3])
     assert result["final"]["mfos"]["mean"] > 0.6
 
 
 def test_a_killed_mfos_run_resumes_to_the_same_numbers(tmp_path):
-    full = mfos.run_vs_learner("ipd", "nl", TINY, [0, 1], checkpoint_dir=tmp_path / "full", chunk=1)
+    full = runs.run_vs_learner("ipd", "nl", TINY, [0, 1], checkpoint_dir=tmp_path / "full", chunk=1)
     cut = dict(checkpoint_dir=tmp_path / "cut", chunk=1)
-    assert mfos.run_vs_learner("ipd", "nl", TINY, [0, 1], stop_after_chunks=2, **cut) is None
-    resumed = mfos.run_vs_learner("ipd", "nl", TINY, [0, 1], resume=True, **cut)
+    assert runs.run_vs_learner("ipd", "nl", TINY, [0, 1], stop_after_chunks=2, **cut) is None
+    resumed = runs.run_vs_learner("ipd", "nl", TINY, [0, 1], resume=True, **cut)
     assert resumed["resumed_from_meta_episode"] == 2
     np.testing.assert_array_equal(resumed["rewards"], full["rewards"])
     assert np.isfinite(full["rewards"]).all()

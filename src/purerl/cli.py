@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--devices", help="comma-separated device counts: measure scaling with devices instead")
     bench.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
 
-    from purerl.studies import mfos
+    from purerl.studies.mfos import cli as mfos
 
     mfos.add_arguments(sub)
 
@@ -502,7 +502,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from purerl.studies import mfos
+    from purerl.studies.mfos import cli as mfos
 
     commands = {"mfos": mfos.run_cli, "train": cmd_train, "eval": cmd_eval, "evolve": cmd_evolve, "analyze": cmd_analyze, "compare": cmd_compare, "act": cmd_act, "bench": cmd_bench}
     try:

@@ -56,11 +56,12 @@ _CHICKEN = ((0.0, -1.0), (1.0, -100.0))
 GAMES: dict[str, Game] = {
     "ipd": Game("ipd", _IPD, _transpose(_IPD)),
     "imp": Game("imp", _IMP, _negate(_IMP)),
-    "chicken": Game("chicken", _CHICKEN, _transpose(_CHICKEN)),
     # The authors' code plays chicken one-shot (a single logit, no discounting).
     # gamma = 0 reproduces that exactly: V is the stage payoff of the first round
     # and the four memory logits get zero gradient.
-    "chicken_oneshot": Game("chicken_oneshot", _CHICKEN, _transpose(_CHICKEN), gamma=0.0),
+    "chicken": Game("chicken", _CHICKEN, _transpose(_CHICKEN), gamma=0.0),
+    # Not in the paper: chicken repeated like the IPD (memory-one, gamma 0.96).
+    "chicken_repeated": Game("chicken_repeated", _CHICKEN, _transpose(_CHICKEN)),
 }
 
 # Player 2 sees the joint outcome (a1, a2) as (a2, a1), so its memory logits for
@@ -192,11 +193,14 @@ def play(
     learner2: Learner,
     num_steps: int = 100,
     lr: float = 1.0,
+    warmup_steps: int = 0,
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-    """Two learners update simultaneously for `num_steps`.
+    """Two learners update simultaneously for `warmup_steps` uncounted steps, then for `num_steps`.
 
-    Returns the per-step rewards (num_steps, 2), each measured before that
-    step's update, and the final logits of both players.
+    Returns the per-step rewards (num_steps, 2) of the counted steps, each
+    measured before that step's update, and the final logits of both players.
+    The authors' baselines take one uncounted step (in their `reset`), so their
+    scores start after the random N(0, 1) policies have learned once.
     """
     key1, key2 = jax.random.split(key)
 
@@ -208,6 +212,7 @@ def play(
         return (new1, new2), rewards
 
     start = (learner1.init(key1), learner2.init(key2))
+    start, _ = jax.lax.scan(one_step, start, None, length=warmup_steps)
     final, rewards = jax.lax.scan(one_step, start, None, length=num_steps)
     return rewards, final
 

@@ -26,14 +26,12 @@ of the previous inner episode averaged over the batch.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from purerl.algos.ppo import PPO, RunnerState, Transition
 from purerl.config import ConfigError, HyperParams, PPOConfig
@@ -42,6 +40,8 @@ from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
 from purerl.nets import ConvActorCritic, ConvGRUActorCritic, init_params
 from purerl.population import one_by_one
+from purerl.studies.mfos.meta_game import meta_training
+from purerl.studies.mfos.runs import final_window, summaries, train_members
 
 INNER_STEPS = 16  # steps per inner episode
 INNER_EPISODES = 16  # inner episodes per meta-episode
@@ -227,7 +227,6 @@ def _log_row(totals: jax.Array) -> jax.Array:
     return jnp.stack([mean[0] / META_STEPS, mean[1] / META_STEPS, rate(mean[2], mean[3]), rate(mean[4], mean[5])])
 
 
-# ======================================================================= training
 def mfos_config(settings: CoinSettings) -> PPOConfig:
     """One PPO update per meta-episode: every board's 256 steps as one sequence, 16 full-batch epochs."""
     return PPOConfig(env="mfos-coin", num_envs=settings.num_boards, num_steps=META_STEPS,
@@ -238,8 +237,6 @@ def mfos_config(settings: CoinSettings) -> PPOConfig:
 def make_coin_train(settings: CoinSettings):
     """(ppo, init, advance): M-FOS (conv + GRU) trained by PPO against PPO learners, one meta-episode per
     update, logging LOG_COLUMNS per meta-episode (`mfos.meta_training`)."""
-    from purerl.studies.mfos import meta_training
-
     env = EpisodeStats(CoinGameMeta(settings.num_boards))
     network = ConvGRUActorCritic(ACTIONS, channels=settings.channels, features=settings.channels)
     ppo = PPO(mfos_config(settings), env=env, network=network)
@@ -253,8 +250,6 @@ def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = 
     """Train every seed (sharded over the devices, one after another on each: `population.one_by_one`),
     in chunks of meta-episodes with a checkpoint after each; `resume` continues from the last one.
     Returns None if stopped early."""
-    from purerl.studies.mfos import _summaries, final_window, train_members
-
     def progress(done, rows):
         rewards = rows[:, :2].mean(axis=0)
         log(f"meta-episode {done}/{settings.meta_episodes}: M-FOS {rewards[0]:+.3f}, opponent {rewards[1]:+.3f} "
@@ -271,7 +266,7 @@ def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = 
     final = log_rows[:, -window:].mean(axis=1)
     ran = settings.meta_episodes - timing["first"]
     return {"game": "coin", "opponent": "ppo", "seeds": seeds, "final_window": window, "log": log_rows,
-            "final": _summaries(final, LOG_COLUMNS), "compile_s": timing["compile_s"], "run_s": timing["run_s"],
+            "final": summaries(final, LOG_COLUMNS), "compile_s": timing["compile_s"], "run_s": timing["run_s"],
             "resumed_from_meta_episode": timing["first"],
             "steps_per_s": len(seeds) * settings.num_boards * META_STEPS * ran / timing["run_s"] if ran else None}
 
@@ -284,73 +279,3 @@ def run_config(settings: CoinSettings, seeds: list[int], preset: str) -> dict:
             "opponent_ppo": dataclasses.asdict(opponent_ppo(settings.num_boards).config),
             "opponent_hyperparams": {k: float(v) for k, v in OPPONENT_HP._asdict().items()},
             "seeds": seeds, "inner_steps": INNER_STEPS, "inner_episodes": INNER_EPISODES}
-
-
-def write_results(out: Path, result: dict, preset: str) -> None:
-    """metrics.csv (per meta-episode and seed), summary.json and learning.png."""
-    from purerl import results
-
-    log = result["log"]
-    header = ["meta_episode"] + [f"{c}[seed={s}]" for s in result["seeds"] for c in LOG_COLUMNS]
-    rows = [",".join(header)]
-    for e in range(log.shape[1]):
-        rows.append(",".join([str(e)] + [f"{log[i, e, j]:.6g}" for i in range(log.shape[0]) for j in range(4)]))
-    results.write_atomic(out / "metrics.csv", "\n".join(rows) + "\n")
-    summary = {k: v for k, v in result.items() if k != "log"} | {"preset": preset}
-    results.write_atomic(out / "summary.json", json.dumps(summary, indent=2))
-
-    plot_learning(log, out / "learning.png", preset)
-
-
-def plot_learning(log: np.ndarray, path: Path, preset: str) -> None:
-    """Rewards per step and own-coin rates of both players over meta-episodes (band: min-max over seeds)."""
-    from purerl.studies.mfos import _pyplot, _save
-
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    episodes = np.arange(log.shape[1])
-    for ax, columns, ylabel in ((axes[0], (0, 1), "reward per step"), (axes[1], (2, 3), "own-coin rate")):
-        for j in columns:
-            mean = log[:, :, j].mean(axis=0)
-            ax.plot(episodes, mean, label=LOG_COLUMNS[j].split("_")[0])
-            if log.shape[0] > 1:
-                ax.fill_between(episodes, log[:, :, j].min(axis=0), log[:, :, j].max(axis=0), alpha=0.2)
-        ax.set_xlabel("meta-episode")
-        ax.set_ylabel(ylabel)
-        ax.legend()
-    fig.suptitle(f"coin game: M-FOS vs a PPO learner ({preset}; band: min-max over {log.shape[0]} seeds)")
-    fig.tight_layout()
-    _save(fig, path)
-
-
-def write_report(report: Path, result: dict, settings: CoinSettings, preset: str, command: str) -> None:
-    """A markdown page for one run (settings, first and final numbers, the learning plot), with its plot
-    in REPORT_STEM/ beside it."""
-    from purerl import results
-    from purerl.studies.mfos import _cell
-
-    plots = report.parent / report.stem
-    plots.mkdir(parents=True, exist_ok=True)
-    plot_learning(result["log"], plots / "learning.png", preset)
-    first = result["log"][:, 0].mean(axis=0)
-    lines = [
-        "# M-FOS in the coin game", "",
-        f"Generated by `{command}`; never edited by hand.", "",
-        f"M-FOS (conv + GRU, the library's PPO) plays red against a PPO learner that updates after every inner "
-        f"episode, on {settings.num_boards} boards for {settings.meta_episodes} meta-episodes of {INNER_EPISODES} "
-        f"inner episodes x {INNER_STEPS} steps; seeds {result['seeds']}. Compile {result['compile_s']:.0f} s, run "
-        f"{result['run_s']:.0f} s{speed_note(result)}.", "",
-        f"| per meta-episode | first (untrained M-FOS) | last {result['final_window']}: mean [95% CI] over seeds |",
-        "|---|---|---|",
-    ]
-    lines += [f"| {name} | {first[j]:+.3f} | {_cell(result['final'][name])} |" for j, name in enumerate(LOG_COLUMNS)]
-    lines += [
-        "", "Rewards are per step and per board; an own-coin rate is the share of the coins a player took that "
-        "were its own (1: it never takes the other's coin; 0.5: it does not care whose coin it takes).", "",
-        f"![learning]({plots.name}/learning.png)", "",
-    ]
-    results.write_atomic(report, "\n".join(lines))
-
-
-def speed_note(result: dict) -> str:
-    return f" ({result['steps_per_s']:,.0f} board steps/s)" if result["steps_per_s"] else ""

@@ -1,0 +1,50 @@
+"""Model-Free Opponent Shaping (Lu, Willi, Schroeder de Witt, Foerster; ICML 2022, arXiv 2205.01447).
+
+M-FOS treats a whole inner game as one step of a meta-game. At meta-step t the
+M-FOS agent picks the 5 logits of its memory-one policy, both players play the
+infinitely repeated game exactly (`envs.games`), M-FOS is paid its per-step
+reward and the opponent, a learner, takes one learning step against the policy
+it just met. A meta-episode is 100 such steps against one opponent, so M-FOS can
+learn to *shape* its learning opponent, paying early to be paid later.
+
+The meta-game is an ordinary purerl `Env` and the M-FOS agent is the library's
+PPO, unchanged. The package, each module importing only those above it:
+
+- `settings`: games, opponents, budget presets, the authors' PPO hyperparameters;
+- `meta_game`: the meta-game against one learner, and its one-update-per-meta-episode loop;
+- `self_play`: two M-FOS agents trained together (meta self-play, the lambda schedule);
+- `analysis`: Press & Dyson's zero-determinant extortion tests on a trained M-FOS;
+- `runs`: experiments on many seeds, checkpointed in chunks, and their summaries;
+- `baselines`: the table's plain-learner rows (NL, LOLA, MAMAML);
+- `report`: plots, run directories, table cells and provenance;
+- `markdown`: the table's report (docs/results/mfos.md);
+- `table`: every pairing in every game;
+- `coin`, `coin_report`: M-FOS in the coin game against a PPO learner;
+- `cli`: `purerl mfos`.
+
+Seats: as in the authors' code, the learning opponent is player 1 (seat 0) and
+M-FOS player 2 (seat 1). Every policy is written from its owner's perspective
+(logits for start, CC, CD, DC, DD with its own action first).
+
+Checked line by line against the authors' code (luchris429/model-free-opponent-shaping, src/):
+- Games: IPD and IMP are memory-one, gamma 0.96, per-step reward (1 - gamma) V, learners step with
+  lr 1 on V; chicken is one-shot (`envs.games`). Same here.
+- Seats and state ordering: the opponent is player 1, M-FOS player 2; player 2's memory logits are
+  reordered (CC, DC, CD, DD) into player 1's view. Same here (`games._PLAYER2_MEMORY`).
+- What the meta-policy observes: sigmoid of (M-FOS's logits just played, the opponent's logits before
+  its step), 10 numbers. Same here (`meta_game.observe`).
+- Inner actions: M-FOS's logits are *sampled* from its Gaussian in training. Same here; the analysis
+  looks at both the sampled actions and the Gaussian's mean (`analysis.play_meta_episode`).
+- Meta-episode: `reset` takes one unscored opponent step against a random N(0, 1) M-FOS policy, then
+  100 scored meta-steps. Same here with `scoring="authors"` (the default; "count-first" scores the
+  first step instead, the earlier purerl rule).
+- The authors' code has no ZD analysis; the paper reports extortion against NL in the IPD.
+
+Deliberate differences (also listed in the report, `markdown.DIFFERENCES`): the actor's variance is a
+state-independent parameter (theirs: a softplus head); PPO uses GAE(1) with the time limit bootstrapped,
+running reward and per-batch advantage normalisation and gradient clipping (theirs: batch-standardised
+Monte-Carlo returns, no clipping); self-play uses lr 2e-3 (theirs 2e-4), one rollout with the agents in
+seats 1 and 2 against NLs (theirs: each agent in seat 2), and a lambda decay scaled to the budget;
+chicken keeps 5 logits with gamma = 0 (theirs: one parameter); MAMAML meta-learns its logits only, on a
+CPU budget; the baselines average num_games games per seed (theirs: 8192 games once).
+"""

@@ -1,0 +1,230 @@
+"""`purerl mfos`: argument parsing and the train / table / coin commands."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from purerl import results
+from purerl.config import ConfigError
+from purerl.studies.mfos.markdown import write_report
+from purerl.studies.mfos.report import format_cell, provenance, run_config, write_run
+from purerl.studies.mfos.runs import run_self_play, run_vs_learner
+from purerl.studies.mfos.settings import (GAME_NAMES, OPPONENTS, PRESETS, SCORING, TRAIN_GAMES, check_pairing,
+                                          resolve)
+from purerl.studies.mfos.table import run_table
+
+
+def add_arguments(subparsers) -> None:
+    """Add `mfos` to an argparse subparsers object (`purerl mfos [train|table] ...`)."""
+    parser = subparsers.add_parser(
+        "mfos", help="model-free opponent shaping in iterated matrix games",
+        description="Train M-FOS against a learner (train, the default) or run every pairing (table).")
+    parser.add_argument("what", nargs="?", choices=["train", "table", "report"], default="train",
+                        help="train (default); table: every pairing; report: rewrite --report's markdown from the "
+                             "table.json beside it, without training")
+    parser.add_argument("--game", choices=TRAIN_GAMES + ("coin",),
+                        help="train: ipd (default), imp, chicken (one-shot, as the authors play it), "
+                             "chicken_repeated (memory-one, gamma 0.96; not in the paper), or coin (the coin game "
+                             "against a PPO learner); table: that matrix game only")
+    parser.add_argument("--opponent", choices=OPPONENTS + ("self", "ppo"),
+                        help="nl (the default in matrix games), lola, mamaml, self (meta self-play), "
+                             "or ppo (the coin game's, and its only, opponent)")
+    parser.add_argument("--preset", choices=sorted(PRESETS),
+                        help="; ".join(f"{k}: {v.description}" for k, v in PRESETS.items())
+                        + " (default: cpu for train, small for table)")
+    parser.add_argument("--seeds", type=int, help="number of seeds (default: the preset's)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed; seeds are SEED..SEED+N-1")
+    parser.add_argument("--num-games", type=int, help="games (coin: boards) in parallel (overrides the preset)")
+    parser.add_argument("--meta-episodes", type=int, help="meta-episodes (overrides the preset)")
+    parser.add_argument("--self-play-meta-episodes", type=int,
+                        help="table: meta self-play's meta-episodes (default: the preset's)")
+    parser.add_argument("--scoring", choices=SCORING,
+                        help="authors (default): one unscored learning step before the 100 scored ones, as in the "
+                             "authors' reset; count-first: score all 100 steps from the N(0, 1) start")
+    parser.add_argument("--out", type=Path, help="run directory (default runs/mfos-GAME-OPPONENT-TIME, "
+                                                  "table: runs/mfos-table-TIME); everything is written under it")
+    parser.add_argument("--overwrite", action="store_true", help="train: replace a non-empty --out")
+    parser.add_argument("--resume", action="store_true",
+                        help="train: continue the run in --out from its last checkpoint (same settings)")
+    parser.add_argument("--merge", type=Path, nargs="+",
+                        help="report: first add the games of these table.json files (table runs of single games "
+                             "with the same settings and seeds) to the report's data, with their plots")
+    parser.add_argument("--report", type=Path,
+                        help="regenerate a published report: table: write the markdown here instead of under --out, "
+                             "its data and plots in REPORT_STEM/ beside it (docs/results/mfos.md); coin: also write "
+                             "this report of the run, its plot in REPORT_STEM/")
+
+
+def run_cli(args) -> int:
+    """Run `purerl mfos`; bad input raises ConfigError (one line) before anything compiles."""
+    what = getattr(args, "what", "train")
+    if what == "report":
+        return _rerender(args.report, getattr(args, "merge", None) or [])
+    if args.game == "coin" or args.opponent == "ppo":
+        return _run_coin_cli(args, what)
+    preset = args.preset or ("small" if what == "table" else "cpu")
+    settings = resolve(preset, args.seeds, args.num_games, args.meta_episodes, args.scoring)
+    if args.self_play_meta_episodes is not None:
+        settings = settings.replace(self_play_meta_episodes=args.self_play_meta_episodes)
+        settings.validate()
+    if args.seed < 0:
+        raise ConfigError(f"--seed must be non-negative, got {args.seed}")
+    seeds = list(range(args.seed, args.seed + settings.seeds))
+    if what == "table":
+        chosen = (args.game,) if args.game else GAME_NAMES
+        for game in chosen:
+            check_pairing(game, "nl")
+        report = _table_report(args)
+        record = run_table(settings, seeds, report, chosen, preset)
+        print(f"report: {report} ({record['elapsed_s'] / 60:.1f} min)")
+        return 0
+    game, opponent = args.game or "ipd", args.opponent or "nl"
+    check_pairing(game, opponent)
+    out = _prepare_out(args, game, opponent, run_config(game, opponent, settings, seeds, preset))
+    chunking = dict(checkpoint_dir=out / "checkpoint", resume=args.resume)
+    if opponent == "self":
+        result = run_self_play(game, settings, seeds, **chunking)
+        names = ("agent0", "agent1")
+    else:
+        result = run_vs_learner(game, opponent, settings, seeds, **chunking)
+        names = ("mfos", "opponent")
+    write_run(out, result, settings, preset)
+    window = result["final_window"]
+    if result["resumed_from_meta_episode"]:
+        print(f"resumed after meta-episode {result['resumed_from_meta_episode']}")
+    print(f"{game.upper()} M-FOS vs {opponent.upper()}, preset {preset}: {settings.num_games} games x "
+          f"{settings.meta_episodes} meta-episodes, {len(seeds)} seeds "
+          f"(compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s)")
+    for name in names:
+        s = result["final"][name]
+        print(f"  {name:9s} mean reward per step over the last {window} meta-episodes: {format_cell(s)} (n={s['n']})")
+    for mode in ("analysis", "analysis_greedy"):
+        if mode not in result:
+            continue
+        a, label = result[mode], "sampled" if mode == "analysis" else "greedy"
+        policy = ", ".join(f"{k} {v:.2f}" for k, v in a["mfos_policy"].items())
+        print(f"  M-FOS late policy P(C|.), {label}: {policy}")
+        if game == "ipd":
+            t, f = a["policy_test"], a["payoff_fit"]
+            print(f"  ZD extortion ({label}): policy chi {t['chi']:.2f} (error {t['residual']:.3f}) -> "
+                  f"{'extortionate' if t['extortionate'] else 'not extortionate'}; payoff fit chi {f['chi']:.2f} "
+                  f"R^2 {f['r2']:.2f} -> {'extortionate' if f['extortionate'] else 'not extortionate'}")
+    plots = "rewards.png, policies.png" if "analysis" in result else "rewards.png"
+    print(f"results in {out}/ (summary.json, metrics.csv, {plots})")
+    return 0
+
+
+def _rerender(report: Path | None, merge: list[Path]) -> int:
+    """`purerl mfos report --report PATH [--merge T.json ...]`: PATH's markdown again from PATH_STEM/table.json
+    (a table run), after adding the games of other table runs of the same settings and seeds."""
+    if report is None:
+        raise ConfigError("report needs --report PATH, a table report with its PATH_STEM/table.json")
+    data = report.parent / report.stem / "table.json"
+    record = _read_table(data, f"run `purerl mfos table --report {report}` first")
+    others = [(path, _read_table(path, "give the table.json of a table run")) for path in merge]
+    for path, other in others:
+        if (other["settings"], other["seeds"]) != (record["settings"], record["seeds"]):
+            raise ConfigError(f"{path} has other settings or seeds than {data}; only like runs can be merged")
+    for path, other in others:
+        for game, entry in other["games"].items():
+            record["games"][game] = {**entry, "provenance": other["provenance"], "elapsed_s": other["elapsed_s"]}
+            for plot in (f"{game}_rewards.png", f"{game}_nl_policies.png"):
+                if (path.parent / plot).is_file():
+                    shutil.copyfile(path.parent / plot, data.parent / plot)
+    if others:
+        results.write_atomic(data, json.dumps(record, indent=2))
+    write_report({**record, "rendered": provenance()}, report)
+    print(f"report: {report} (from {data})")
+    return 0
+
+
+def _read_table(path: Path, hint: str) -> dict:
+    if not path.is_file():
+        raise ConfigError(f"no table data at {path}; {hint}")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+
+
+def _table_report(args) -> Path:
+    """Where the table's markdown goes: --report PATH (a published report), else RUN_DIR/mfos.md under --out
+    (default runs/mfos-table-TIME), which must be new or empty; its data and plots go beside it."""
+    if args.report and args.out:
+        raise ConfigError("give --out (a run directory) or --report (a published report), not both")
+    if args.report:
+        return _report_path(args.report)
+    out = args.out or Path("runs") / f"mfos-table-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"--out {out} exists and is not an empty directory; choose another")
+    return out / "mfos.md"
+
+
+def _report_path(report: Path) -> Path:
+    if report.exists() and report.is_dir():
+        raise ConfigError(f"--report {report} is a directory; give a .md path")
+    return report
+
+
+def _prepare_out(args, game: str, opponent: str, config: dict) -> Path:
+    """The run directory: with --resume, the existing run with the same config; else a new (or
+    --overwrite) one, with config.json written before anything trains."""
+    from purerl import results
+
+    if args.resume:
+        out = args.out
+        if out is None or not (out / "config.json").is_file():
+            raise ConfigError(f"--resume needs --out with an M-FOS run in it; {out} has none")
+        if json.loads((out / "config.json").read_text()) != json.loads(json.dumps(config)):
+            raise ConfigError(f"--resume: these settings differ from the run in {out} (see its config.json)")
+        return out
+    out = args.out or Path("runs") / f"mfos-{game}-{opponent}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"output path {out} exists and is not a directory")
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        raise ConfigError(f"output directory {out} is not empty; choose another --out or pass --overwrite")
+    shutil.rmtree(out / "checkpoint", ignore_errors=True)  # --overwrite: never resume another run's state
+    out.mkdir(parents=True, exist_ok=True)
+    results.write_atomic(out / "config.json", json.dumps(config, indent=2))
+    return out
+
+
+def _run_coin_cli(args, what: str) -> int:
+    """`purerl mfos --game coin`: M-FOS (conv + GRU) against a PPO learner in the coin game."""
+    from purerl.studies.mfos import coin, coin_report
+
+    if what == "table":
+        raise ConfigError("the table covers the matrix games; train the coin game with `purerl mfos --game coin`")
+    if args.game not in (None, "coin") or args.opponent not in (None, "ppo"):
+        raise ConfigError("the coin game's opponent is ppo, and ppo plays only the coin game "
+                          f"(got --game {args.game} --opponent {args.opponent})")
+    preset = args.preset or "cpu"
+    if preset not in coin.PRESETS:
+        raise ConfigError(f"unknown coin-game preset '{preset}'; choose from {', '.join(coin.PRESETS)}")
+    changes = {k: v for k, v in dict(seeds=args.seeds, num_boards=args.num_games,
+                                     meta_episodes=args.meta_episodes).items() if v is not None}
+    settings = coin.PRESETS[preset].replace(**changes)
+    settings.validate()
+    if args.seed < 0:
+        raise ConfigError(f"--seed must be non-negative, got {args.seed}")
+    seeds = list(range(args.seed, args.seed + settings.seeds))
+    report = _report_path(args.report) if args.report else None
+    out = _prepare_out(args, "coin", "ppo", coin.run_config(settings, seeds, preset))
+    result = coin.run(settings, seeds, out / "checkpoint", resume=args.resume)
+    coin_report.write_results(out, result, preset)
+    if result["resumed_from_meta_episode"]:
+        print(f"resumed after meta-episode {result['resumed_from_meta_episode']}")
+    if report:
+        coin_report.write_report(report, result, settings, preset, "purerl " + " ".join(sys.argv[1:]))
+        print(f"report: {report}")
+    print(f"coin game, M-FOS vs PPO, preset {preset}: {settings.num_boards} boards x {settings.meta_episodes} "
+          f"meta-episodes, {len(seeds)} seeds (compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s)"
+          f"{coin_report.speed_note(result)}")
+    for name in coin.LOG_COLUMNS:
+        print(f"  {name:23s} over the last {result['final_window']} meta-episodes: {format_cell(result['final'][name])}")
+    print(f"results in {out}/ (summary.json, metrics.csv, learning.png)")
+    return 0
