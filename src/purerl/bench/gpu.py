@@ -69,7 +69,10 @@ def gpu_section(records: list[dict], plots: Path) -> list[str]:
              f"- GPU: {gpu['count']} x {gpu['name']}, {gpu['memory_mib']:,} MiB, driver {gpu['driver']}; host: "
              f"{m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, Python {m['python']}",
              "- versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
-             "- the machine ran nothing else; compile times are XLA's GPU compiles in a fresh process.", ""]
+             f"- run time is the median of {first.get('repeats', 1) + 1} runs of the compiled program (purerl: one in "
+             "a process with an empty compile cache, one in a new process with a warm cache; PureJaxRL: two calls "
+             "of its compiled program); compile excluded. The GPU ran nothing else.",
+             "- the floor's matmul is XLA's float32 matmul at its default precision on this GPU.", ""]
     lines += _headline(width_records)
     slug = re.sub(r"[^a-z0-9]+", "_", gpu["name"].lower()).strip("_")
     for record in width_records:

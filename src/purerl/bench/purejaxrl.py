@@ -29,9 +29,11 @@ _SIX_VALUES = (
     "wrappers.py",
     "obs, state, reward, done, info = self._env.step(key, state, action, params)",
     "obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)\n"
-    "        done = jnp.logical_or(terminated, truncated)",
+    "        done = jnp.logical_or(terminated, truncated)\n"
+    "        info = {k: v for k, v in info.items() if k != 'final_observation'}",
     "gymnax 1.x's step returns six values (terminated, truncated); FlattenObservationWrapper merges them into "
-    "done, which PureJaxRL treats as terminal",
+    "done, which PureJaxRL treats as terminal, and drops the info['final_observation'] that gymnax 0.x did not "
+    "have (ppo.py returns every step's info: 400 GiB at 256 MinAtar seeds)",
 )
 PATCHES = (
     ("wrappers.py", "from brax import envs\n", "", "brax is only for its Brax wrappers (unused here)"),
