@@ -38,7 +38,7 @@ def test_gpu_records_get_their_own_section_and_keep_the_cpu_ones(tmp_path):
     report = gpu.write_report(records, tmp_path / "benchmarks.md").read_text()
     assert report.index("## cartpole") < report.index("## On a GPU: NVIDIA H100 80GB HBM3")
     assert "### cartpole on the NVIDIA H100 80GB HBM3" in report
-    assert "**2048 CartPole agents x 500,224 steps: 25.0 s" in report and "target at most 30 s: met" in report
+    assert "**2048 CartPole agents x 500,224 steps: 25.0 s" in report and "target at most 30 s: met.**" in report
     assert "PureJaxRL's own ppo.py, same run and GPU: 50.0 s (2.00x" in report
     value_loss = presets["presets"][0]
     assert value_loss["error"] is None and value_loss["steady_s"] == 31.0  # the first generation holds the compile
@@ -55,3 +55,34 @@ def test_the_harness_process_never_starts_jax():
             "import json; print(json.dumps(sorted(xb._backends)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
+
+
+def test_purejaxrl_patches_only_the_lines_it_names(tmp_path):
+    from purerl.bench import purejaxrl
+
+    source = tmp_path / "checkout" / "purejaxrl"
+    source.mkdir(parents=True)
+    (source / "ppo.py").write_text("from wrappers import LogWrapper\n")
+    step = "        obs, state, reward, done, info = self._env.step(key, state, action, params)\n"
+    imports = "from brax import envs\nfrom brax.envs.wrappers.training import EpisodeWrapper, AutoResetWrapper\n"
+    (source / "wrappers.py").write_text(imports + "import navix as nx\nimport jax\n" + step)
+    out = tmp_path / "patched"
+    out.mkdir()
+    wrappers = (purejaxrl.patched_copy(tmp_path / "checkout", out) / "wrappers.py").read_text()
+    assert "brax" not in wrappers and "navix" not in wrappers and "import jax\n" in wrappers
+    assert "terminated, truncated, info = self._env.step" in wrappers and "final_observation" in wrappers
+    assert (out / "ppo.py").read_text() == "from wrappers import LogWrapper\n"
+    (source / "wrappers.py").write_text("import jax\n")
+    try:
+        purejaxrl.patched_copy(tmp_path / "checkout", out)
+    except purejaxrl.PatchError as error:
+        assert "not the expected PureJaxRL" in str(error)
+    else:
+        raise AssertionError("a checkout without the expected lines must be refused")
+
+
+def test_bench_refuses_a_path_that_is_no_purejaxrl_checkout(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "purerl.cli", "bench", "--purejaxrl", str(tmp_path),
+                           "--out", str(tmp_path / "b.md")], capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "not a checkout of luchris429/purejaxrl" in proc.stderr and not list(tmp_path.iterdir())

@@ -27,6 +27,7 @@ from purerl.bench import harness
 
 TARGET_2048_S = 30.0  # issue 21: 2048 CartPole agents x 500k steps in at most 30 s of steady-state run time
 PUREJAXRL_A100_S = 98.0  # PureJaxRL's published figure for 2048 CartPole agents on one A100 (another GPU)
+PUBLISHED_META_EVOLUTION = (512 * 1024, 9.0)  # training runs, hours on one A40 (issue 18's figure)
 
 
 def is_gpu(record: dict) -> bool:
@@ -76,10 +77,12 @@ def gpu_section(records: list[dict], plots: Path) -> list[str]:
     lines += _headline(width_records)
     slug = re.sub(r"[^a-z0-9]+", "_", gpu["name"].lower()).strip("_")
     for record in width_records:
-        lines += _demote(harness._task_section(record), f"{record['task']} on the {gpu['name']}")
+        lines += _demote(harness._task_section(record), f"{record['task']} on the {gpu['name']}")[:-1]
+        lines += _memory_lines(record)
     if width_records:
         lines += _demote(harness._floor_section(width_records), "How far from the hardware floor (GPU)")
-        lines += _demote(harness._peer_notes(width_records[0]["peers"]), "Peers on the GPU")
+        for record in width_records:
+            lines += _demote(harness._peer_notes(record["peers"]), f"Peers on the GPU ({record['task']})") + [""]
         plot = harness._plot(width_records, plots / f"agents_per_hour_{slug}.png")
         lines += ["", f"![agents per hour on the {gpu['name']}]({plots.name}/{plot.name})", ""]
     for record in records:
@@ -88,14 +91,23 @@ def gpu_section(records: list[dict], plots: Path) -> list[str]:
     return lines
 
 
+def _memory_lines(record: dict) -> list[str]:
+    """Peak GPU memory of each run (XLA's allocator statistics; the process reserves more up front)."""
+    cells = [f"{system} {row['seeds']}: {r['device_peak_mb']:,.0f}" for row in record["rows"]
+             for system, r in row.items() if isinstance(r, dict) and r.get("device_peak_mb")]
+    return ["", "Peak GPU memory in use, MiB (system seeds: MiB): " + "; ".join(cells) + ".", ""] if cells else [""]
+
+
 def _headline(width_records: list[dict]) -> list[str]:
     rows = [row for r in width_records if r["task"] == "cartpole" for row in r["rows"] if row["seeds"] == 2048]
     if not rows or rows[0]["purerl"].get("error"):
         return []
     ours, theirs = rows[0]["purerl"], rows[0].get("purejaxrl") or {}
     verdict = "met" if ours["run_s"] <= TARGET_2048_S else "missed"
+    runs = " and ".join(f"{t:.1f}" for t in ours.get("run_s_all", [ours["run_s"]]))
     line = (f"**2048 CartPole agents x {ours['total_timesteps']:,} steps: {ours['run_s']:.1f} s of steady-state run "
-            f"time ({ours['compile_s']:.1f} s cold compile); target at most {TARGET_2048_S:.0f} s: {verdict}.**")
+            f"time ({ours['compile_s']:.1f} s cold compile); target at most {TARGET_2048_S:.0f} s: {verdict}.** "
+            f"(runs: {runs} s.)")
     if theirs and not theirs.get("error"):
         line += (f" PureJaxRL's own ppo.py, same run and GPU: {theirs['run_s']:.1f} s "
                  f"({ours['env_steps_per_s'] / theirs['env_steps_per_s']:.2f}x purerl's steps/s over theirs).")
@@ -117,6 +129,13 @@ def _presets_section(record: dict) -> list[str]:
         lines.append(f"| `{p['command']}` | {p['work']} | {p['done']} {p['unit']} | {p['first_s']:.1f} | "
                      f"{p['steady_s']:.2f} | {3600 / p['steady_s']:,.1f} | {p['projected_full_h']:.2f} h "
                      f"({p['full_units']} {p['unit']}) | {p['throughput']} |")
+    value_loss = [p for p in record["presets"] if "value-loss" in p["command"] and not p.get("error")]
+    if value_loss:
+        agents, hours = PUBLISHED_META_EVOLUTION
+        per_agent_s = value_loss[0]["steady_s"] / int(value_loss[0]["work"].split()[0])
+        lines += ["", f"At the value-loss preset's cost per training run, the published meta-evolution's {agents:,} "
+                      f"training runs (512 x 1024 generations) would take {agents * per_agent_s / 3600:.1f} h on "
+                      f"this GPU; the published run took about {hours:.0f} h on one A40."]
     return lines + [""]
 
 
@@ -194,7 +213,7 @@ def paper_presets(root: Path, generations: int = 3, meta_episodes: int = 6, time
     stdout, error = _run(purerl + cmd, timeout_s)
     presets.append(_coin_row("purerl " + " ".join(cmd), stdout, coin, meta_episodes, error))
     return {"task": "paper-presets", "presets": presets, "machine": harness.machine(), "versions": harness.versions(),
-            "command": "python -m purerl.bench.gpu paper-presets " + " ".join(sys.argv[2:])}
+            "command": " ".join(["python -m purerl.bench.gpu paper-presets", *sys.argv[2:]])}
 
 
 def _coin_row(command: str, stdout: str, coin: dict, meta_episodes: int, error: str | None) -> dict:

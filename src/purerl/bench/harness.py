@@ -95,32 +95,13 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
             row[name] = run_peer(name, width, ours.get("total_timesteps") or total_timesteps or 500_000)
         if purejaxrl:
             progress(f"[{task} x{width}] PureJaxRL's own ppo.py")
-            row["purejaxrl"] = run_purejaxrl(purejaxrl, task, width, repeats + 1, total_timesteps)
+            row["purejaxrl"] = purejaxrl_peer.run(purejaxrl, task, width, repeats + 1, total_timesteps)
         rows.append(row)
     peers = {name: _peer_info(name) for name in peer_names}
     if purejaxrl:
-        commit = purejaxrl_peer.checkout_commit(purejaxrl)
-        peers["purejaxrl"] = {"description": purejaxrl_peer.DESCRIPTION, "requirements": [f"purejaxrl@{commit}"],
-                              "install": f"Run in purerl's own Python from a checkout at commit {commit}.",
-                              "mismatches": list(purejaxrl_peer.MISMATCHES)}
+        peers["purejaxrl"] = purejaxrl_peer.peer_info(purejaxrl)
     return {"task": task, "repeats": repeats, "rows": rows, "machine": machine(), "versions": versions(),
             "peers": peers}
-
-
-def run_purejaxrl(checkout: Path, task: str, seeds: int, repeats: int, total_timesteps: int | None,
-                  timeout_s: float = 3600) -> dict:
-    """PureJaxRL's ppo.py in a fresh process of this Python (see purerl.bench.purejaxrl)."""
-    cmd = [sys.executable, "-m", "purerl.bench.purejaxrl", "--checkout", str(checkout), "--task", task,
-           "--seeds", str(seeds), "--repeats", str(repeats)]
-    cmd += ["--total-timesteps", str(total_timesteps)] if total_timesteps else []
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"peer": "purejaxrl", "seeds": seeds, "error": f"timed out after {timeout_s:.0f} s"}
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"peer": "purejaxrl", "seeds": seeds, "error": f"exit {proc.returncode}: {last}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def gpu_count() -> int:
@@ -296,7 +277,7 @@ def _floor_section(records: list[dict]) -> list[str]:
                 f"| {record['task']} | {row['seeds']} | {r.get('floor_devices', 1)} | {r['flops_per_update']:.3g} | "
                 f"{r['achieved_flops_per_s']:.3g} | "
                 f"{r['matmul_flops_per_s']:.3g} | {r['fraction_of_matmul_floor']:.2%} | "
-                f"{r['rollout_us_per_env_step']:.2f} | {r['learn_us_per_env_step']:.2f} |")
+                f"{r['rollout_us_per_env_step']:.3g} | {r['learn_us_per_env_step']:.3g} |")
     return lines + [""]
 
 

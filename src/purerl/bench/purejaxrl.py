@@ -81,6 +81,29 @@ def checkout_commit(checkout: Path) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "unknown"
 
 
+def peer_info(checkout: Path) -> dict:
+    """What the report says of this peer (the harness's peer-notes format)."""
+    commit = checkout_commit(checkout)
+    return {"description": DESCRIPTION, "requirements": [f"purejaxrl@{commit}"],
+            "install": f"Run in purerl's own Python from a checkout at commit {commit}.", "mismatches": list(MISMATCHES)}
+
+
+def run(checkout: Path, task: str, seeds: int, repeats: int, total_timesteps: int | None,
+        timeout_s: float = 3600) -> dict:
+    """`measure` in a fresh process of this Python; a failure is a result with a one-line `error`."""
+    cmd = [sys.executable, "-m", "purerl.bench.purejaxrl", "--checkout", str(checkout), "--task", task,
+           "--seeds", str(seeds), "--repeats", str(repeats)]
+    cmd += ["--total-timesteps", str(total_timesteps)] if total_timesteps else []
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"peer": "purejaxrl", "seeds": seeds, "error": f"timed out after {timeout_s:.0f} s"}
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"peer": "purejaxrl", "seeds": seeds, "error": f"exit {proc.returncode}: {last}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def measure(checkout: Path, task: str, seeds: int, repeats: int, total_timesteps: int | None) -> dict:
     import jax
     import numpy as np
