@@ -1,4 +1,9 @@
 #!/usr/bin/env bash
-# One GPU: 2048 CartPole agents and 256 MinAtar agents; SB3 is CPU-only, so only rejax is run beside purerl.
+# One GPU: CartPole at 1..2048 agents and MinAtar at 1..256, beside PureJaxRL's own ppo.py when PUREJAXRL names a
+# checkout of luchris429/purejaxrl; then each paper preset for a few generations (memory and speed).
+# rejax and SB3 need a network to build their venvs; name them in PEERS to add them.
 set -euo pipefail
-exec "${PURERL:-purerl}" bench --task all --preset gpu --peers rejax --repeats 3 "$@"
+peer=()
+if [ -n "${PUREJAXRL:-}" ]; then peer=(--purejaxrl "$PUREJAXRL"); fi
+"${PURERL:-purerl}" bench --task all --preset gpu --peers "${PEERS:-none}" --repeats 1 ${peer[@]+"${peer[@]}"} "$@"
+"${PYTHON:-python3}" -m purerl.bench.gpu paper-presets

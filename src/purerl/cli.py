@@ -147,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--peers", default="sb3,rejax", help="comma-separated peers, or none")
     bench.add_argument("--total-timesteps", type=_int, help="steps per agent (default: the task's)")
     bench.add_argument("--devices", help="comma-separated device counts: measure scaling with devices instead")
+    bench.add_argument("--purejaxrl", type=Path, metavar="PATH",
+                       help="a checkout of luchris429/purejaxrl: run its own ppo.py beside purerl")
     bench.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
 
     from purerl.studies.mfos import cli as mfos
@@ -370,7 +372,7 @@ def _positive_ints(flag: str, text: str | None) -> list[int] | None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from purerl.bench import harness, peers
+    from purerl.bench import gpu, harness, peers
 
     tasks = ["cartpole", "minatar"] if args.task == "all" else [args.task]
     names = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
@@ -381,6 +383,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     device_counts = _positive_ints("--devices", args.devices)
     if args.repeats <= 0:
         raise ConfigError(f"--repeats must be positive, got {args.repeats}")
+    if args.purejaxrl and not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
+        raise ConfigError(f"--purejaxrl {args.purejaxrl} is not a checkout of luchris429/purejaxrl (no purejaxrl/ppo.py)")
     records = []
     for task in tasks:
         if device_counts:
@@ -388,16 +392,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
             records.append(harness.bench_devices(task, widths, device_counts, args.repeats, args.total_timesteps))
             continue
         widths = custom or harness.PRESETS[args.preset][task]
-        records.append(harness.bench(task, widths, args.repeats, names, args.total_timesteps))
+        records.append(harness.bench(task, widths, args.repeats, names, args.total_timesteps,
+                                     purejaxrl=args.purejaxrl))
     command = "purerl bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "purerl bench"
     for record in records:
         record["command"] = command
     records_path = args.out.parent / "benchmarks" / "records.json"
-    kind = lambda r: (r["task"], "device_rows" in r)  # noqa: E731
     if records_path.exists():  # keep the other kinds of measurement already in the report
-        fresh = {kind(r) for r in records}
-        records = [r for r in json.loads(records_path.read_text()) if kind(r) not in fresh] + records
-    report = harness.write_report(records, args.out)
+        records = gpu.merge(json.loads(records_path.read_text()), records)
+    report = gpu.write_report(records, args.out)
     from purerl.results import write_atomic
 
     write_atomic(records_path, json.dumps(records, indent=2))

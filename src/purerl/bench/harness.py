@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from purerl import results
+from purerl.bench import gpu_info
 from purerl.bench import peers as peer_runner
+from purerl.bench import purejaxrl as purejaxrl_peer
 from purerl.compile_cache import cache_root
 
 PRESETS = {
     "cpu": {"cartpole": [1, 8, 64], "minatar": [1, 8]},
-    "gpu": {"cartpole": [1, 8, 64, 256, 2048], "minatar": [1, 8, 64, 256]},
+    "gpu": {"cartpole": [1, 32, 256, 2048], "minatar": [1, 16, 256]},
 }
 PEER_TASKS = {"cartpole"}  # the peers run CartPole-v1 only
 SB3_MEASURED_SEEDS = 1  # SB3 trains seeds one after another; more seeds are extrapolated linearly
@@ -65,13 +67,17 @@ def run_worker(task: str, seeds: int, repeats: int, cache_dir: Path | None, floo
 
 
 def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], total_timesteps: int | None,
-          progress=print) -> dict[str, Any]:
-    """Measure every width: purerl cold, purerl warm, then each peer; returns the full record."""
-    rows = []
+          progress=print, purejaxrl: Path | None = None) -> dict[str, Any]:
+    """Measure every width: purerl cold, purerl warm, then each peer; returns the full record.
+
+    `purejaxrl`: a checkout of luchris429/purejaxrl, whose own ppo.py then runs beside purerl in this Python.
+    """
+    rows, on_gpu = [], gpu_count() > 0
     for width in widths:
         with tempfile.TemporaryDirectory(prefix="purerl-bench-cache-") as cache:
             progress(f"[{task} x{width}] purerl, cold compile (empty cache), {repeats} timed runs")
-            cold = run_worker(task, width, repeats, Path(cache), floor=True, total_timesteps=total_timesteps)
+            floor = not on_gpu or width == max(widths)  # on a GPU its extra compiles cost more than they tell
+            cold = run_worker(task, width, repeats, Path(cache), floor=floor, total_timesteps=total_timesteps)
             progress(f"[{task} x{width}] purerl, new process with a warm cache")
             warm = run_worker(task, width, 1, Path(cache), total_timesteps=total_timesteps)
         ours = dict(cold)
@@ -87,15 +93,19 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
         for name in peer_names if task in PEER_TASKS else []:
             progress(f"[{task} x{width}] peer {name}")
             row[name] = run_peer(name, width, ours.get("total_timesteps") or total_timesteps or 500_000)
+        if purejaxrl:
+            progress(f"[{task} x{width}] PureJaxRL's own ppo.py")
+            row["purejaxrl"] = purejaxrl_peer.run(purejaxrl, task, width, repeats + 1, total_timesteps)
         rows.append(row)
+    peers = {name: _peer_info(name) for name in peer_names}
+    if purejaxrl:
+        peers["purejaxrl"] = purejaxrl_peer.peer_info(purejaxrl)
     return {"task": task, "repeats": repeats, "rows": rows, "machine": machine(), "versions": versions(),
-            "peers": {name: _peer_info(name) for name in peer_names}}
+            "peers": peers}
 
 
 def gpu_count() -> int:
-    import jax
-
-    return len([d for d in jax.devices() if d.platform == "gpu"])
+    return gpu_info.count()  # not jax.devices(): JAX in this process would take the GPU's memory from the workers
 
 
 def bench_devices(task: str, widths: list[int], device_counts: list[int], repeats: int,
@@ -135,7 +145,7 @@ def machine() -> dict:
         pass
     memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory_gb, 1),
-            "python": platform.python_version(), "platform": platform.platform()}
+            "python": platform.python_version(), "platform": platform.platform(), "gpu": gpu_info.describe()}
 
 
 def versions() -> dict:
@@ -267,15 +277,15 @@ def _floor_section(records: list[dict]) -> list[str]:
                 f"| {record['task']} | {row['seeds']} | {r.get('floor_devices', 1)} | {r['flops_per_update']:.3g} | "
                 f"{r['achieved_flops_per_s']:.3g} | "
                 f"{r['matmul_flops_per_s']:.3g} | {r['fraction_of_matmul_floor']:.2%} | "
-                f"{r['rollout_us_per_env_step']:.2f} | {r['learn_us_per_env_step']:.2f} |")
+                f"{r['rollout_us_per_env_step']:.3g} | {r['learn_us_per_env_step']:.3g} |")
     return lines + [""]
 
 
 def _peer_notes(peers: dict) -> list[str]:
     lines = ["## Peers", ""]
     for name, info in peers.items():
-        lines.append(f"- **{name}**: {info['description']} Installed in its own virtual environment: "
-                     f"`{' '.join(info['requirements'])}`.")
+        lines.append(f"- **{name}**: {info['description']}. " + info.get("install", "Installed in its own virtual "
+                     f"environment: `{' '.join(info['requirements'])}`."))
         lines += [f"  - differs: {m}" for m in info["mismatches"]]
     return lines
 

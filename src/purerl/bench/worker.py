@@ -76,6 +76,9 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
         "devices": placement.num_devices,
         "backend": jax.default_backend(),
     }
+    device_stats = jax.devices()[0].memory_stats() or {}  # GPUs report it; CPUs do not
+    if "peak_bytes_in_use" in device_stats:
+        result["device_peak_mb"] = device_stats["peak_bytes_in_use"] / 2**20
     if floor:
         per_device = placement.padded(seeds) // placement.num_devices
         host_hps = jax.tree.map(lambda x: x[:per_device], members.hyperparams.as_arrays())
