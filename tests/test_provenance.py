@@ -158,3 +158,12 @@ def test_the_compare_report_calls_a_winner_only_where_intervals_separate(tmp_pat
     assert "per seed 500.0, 400.0, 450.0, 430.0 (n=4, no CI)" in text
     assert "DPO behind on 1 (A); not distinguishable at this budget on 2 (B, C)" in text
     assert "IQM over seeds" in text and "last 10 updates" in text
+
+
+def test_a_document_outside_the_results_folder_is_checked_against_the_manifest_beside_it(toy, tmp_path, monkeypatch):
+    outside = provenance.Study("bench", "../bench.md", ("core/*.py",), ("cartpole",), ())
+    monkeypatch.setattr(provenance, "STUDIES", {"bench": outside})
+    (tmp_path / "results").mkdir()
+    (tmp_path / "bench.md").write_text("# bench\n")
+    provenance.record("bench", tmp_path / "bench.md", "cartpole", ["bench"], 1.0, BUDGET)
+    assert (tmp_path / "manifest.json").exists() and provenance.check(tmp_path / "results") == {}
