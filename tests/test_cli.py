@@ -118,19 +118,24 @@ def test_one_host_device_per_core_by_default():
     assert jax.device_count("cpu") == (host_devices.requested_count() or host_devices.cores())
 
 
-def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(capsys, tmp_path):
-    results_dir, report = tmp_path / "docs" / "dpo", tmp_path / "docs" / "dpo.md"
+def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # by default nothing is written outside --runs-dir (no docs/ in the current folder)
     code, stdout, err = run_cli(capsys, "compare", "--objectives", "ppo,dpo", "--seeds", "2", *SMALL,
-                                "--runs-dir", str(tmp_path / "runs"), "--results-dir", str(results_dir),
-                                "--report", str(report))
+                                "--runs-dir", "runs")
     assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
+    results_dir, report = tmp_path / "runs" / "report", tmp_path / "runs" / "report.md"
     record = json.loads((results_dir / "CartPole-v1.json").read_text())
     assert set(record["objectives"]) == {"ppo", "dpo"} and record["seeds"] == [0, 1]
     ppo, dpo = (json.loads((tmp_path / "runs" / "CartPole-v1" / o / "config.json").read_text()) for o in ("ppo", "dpo"))
     assert ppo["seeds"] == dpo["seeds"] and ppo["hyperparams"] == dpo["hyperparams"]
     assert ppo["objective"] == "ppo" and dpo["objective"] == "dpo"
     text = report.read_text()
-    assert "| CartPole-v1 | 1,024 | 2 |" in text and "(dpo/CartPole-v1.png)" in text
+    assert "| CartPole-v1 | 1,024 | 2 |" in text and "(report/CartPole-v1.png)" in text
+    assert "(n=2, no CI)" in text and "CartPole-v1: not distinguishable at this budget" in text
+    part = json.loads((tmp_path / "runs" / "manifest.json").read_text())["report.md"]["parts"]["CartPole-v1"]
+    assert part["command"].startswith("purerl compare --objectives ppo,dpo") and part["budget"]["seeds"] == [0, 1]
+    assert part["budget"]["env_steps_per_run"] == 1024 and part["wall_s"] > 0
     code, _, err = run_cli(capsys, "compare", "--objectives", "ppo,lpo", "--seeds", "2", *SMALL)
     assert code == 2 and "objective 'lpo' needs its meta-parameters" in err
 

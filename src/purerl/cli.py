@@ -8,6 +8,7 @@ import json
 import math
 import re
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -94,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_flags(compare, default_seeds=16)
     compare.add_argument("--objectives", default="ppo,dpo", help="comma-separated: ppo, dpo, lpo:PATH")
     compare.add_argument("--runs-dir", type=Path, default=Path("runs/compare"), help="where the full runs go")
-    compare.add_argument("--results-dir", type=Path, default=Path("docs/results/dpo"), help="per-env JSON and plot")
-    compare.add_argument("--report", type=Path, default=Path("docs/results/dpo.md"), help="markdown regenerated here")
+    compare.add_argument("--report", type=Path, help="markdown regenerated here, per-env JSON and plots beside it in "
+                         "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/report.md)")
 
     evolve = sub.add_parser("evolve", help="evolution strategies over whole training runs")
     evolve.add_argument("task", choices=["value-loss", "lpo"], help="the meta-task to evolve")
@@ -134,7 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     act.add_argument("--seed", type=_int)
     act.add_argument("--max-parallel", type=_int)
     act.add_argument("--runs-dir", type=Path, default=Path("runs/act"), help="evolve runs go to RUNS_DIR/ENV/...")
-    act.add_argument("--report", type=Path, default=Path("docs/results/act.md"))
+    act.add_argument("--report", type=Path, help="markdown regenerated here, evaluations and evolved parameters in "
+                     "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/ENV/report.md)")
+    act.add_argument("--from-params", type=Path, help="evaluate the evolved parameters in this folder (a --runs-dir "
+                     "ENV folder or a report's params/ folder) instead of evolving")
     act.add_argument("--resume", action="store_true", help="continue the evolve runs under --runs-dir")
     act.add_argument("--overwrite", action="store_true", help="replace the purerl runs under --runs-dir")
     act.add_argument("--no-progress", action="store_true")
@@ -159,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("what", choices=["value-loss", "drift"])
     analyze.add_argument("run_dir", help="value-loss: an evolve run; drift: ppo, dpo, or an LPO run/params path")
     analyze.add_argument("--out", type=Path, help="where to write (default RUN/analysis)")
+
+    add_results_parser(sub)
 
     evaluate = sub.add_parser("eval", help="evaluate the greedy policy of a run")
     evaluate.add_argument("run_dir", type=Path)
@@ -305,7 +311,7 @@ def _print_summary(out: Path, summary: dict) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from purerl import compare
+    from purerl import compare, provenance, stats
 
     spec = train_spec(args)
     if spec.grid:
@@ -313,49 +319,51 @@ def cmd_compare(args: argparse.Namespace) -> int:
     objectives = [o for o in args.objectives.split(",") if o]
     if len(objectives) < 2:
         raise ConfigError(f"--objectives needs at least two objectives, got '{args.objectives}'")
-    record = compare.compare(spec, objectives, args.runs_dir, args.results_dir, "PPO vs DPO vs LPO",
+    report = args.report or args.runs_dir / "report.md"
+    results_dir = report.parent / report.stem
+    started = time.perf_counter()
+    record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",
                              progress=not args.no_progress)
-    report = compare.write_report(args.results_dir, args.report, "Policy objectives: PPO, DPO and LPO")
+    provenance.record("dpo", report, record["env"], args.argv, time.perf_counter() - started,
+                      {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]})
+    report = compare.write_report(results_dir, report, "Policy objectives: PPO, DPO and LPO")
     for label, row in record["objectives"].items():
         s = row["final_return"]
-        print(f"{record['env']} {label:4s} final return IQM {s['iqm']:.1f} [{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]")
+        print(f"{record['env']} {label:4s} final return {stats.describe(s)}")
     print(f"report: {report}")
     return 0
 
 
 def cmd_act(args: argparse.Namespace) -> int:
-    from purerl import envs, evolve
     from purerl.studies import act
 
-    envs.check_name(args.env)
-    overrides = {k: getattr(args, k) for k in ("population_size", "generations", "seed", "max_parallel")
-                 if getattr(args, k) is not None}
-    es_config = act.es_config(args.preset, **overrides)
-    es_config.validate()
-    base = args.runs_dir / args.env
-    plots_dir = args.report.parent / args.report.stem
+    return act.run_cli(args)
 
-    def evolve_into(task, out):
-        evolution = evolve.Evolution(task, es_config)
-        log = evolve.run(evolution, out, evolve.config_json(task, es_config, {"preset": args.preset}),
-                         resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress)
-        print(f"{task.name}: fitness mean {log[0]['mean']:.2f} -> {log[-1]['mean']:.2f} "
-              f"(best {max(r['best'] for r in log):.2f}) over {len(log)} generations; {out}")
 
-    if args.phase == "train-time":
-        evolve_into(act.train_time_task(args.mode, args.env, es_config.seed), base / args.mode)
-        done = {m: base / m for m in ("anti", "pro") if (base / m / evolve.MEAN_PARAMS).exists()}
-        report = act.evaluate_train_time(done, args.env, args.report, plots_dir)
-        for label, s in report["mean_return_over_training"].items():
-            print(f"{label:18s} mean return over training IQM {s['iqm']:6.1f} [{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]")
-    else:
-        evolve_into(act.test_time_task(args.env, seed=es_config.seed), base / "test-time")
-        evolve_into(act.test_time_task(args.env, exploiter_only=True, seed=es_config.seed), base / "test-time-exploiter")
-        report = act.evaluate_test_time(base / "test-time", base / "test-time-exploiter", args.env, args.report, plots_dir)
-        for label, s in report["goal_return"].items():
-            print(f"{label:38s} goal return IQM {s['iqm']:6.1f} [{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]")
-    print(f"report: {args.report}")
-    return 0
+# ----------------------------------------------------------------- purerl results (provenance of docs/results)
+def add_results_parser(sub) -> None:
+    results = sub.add_parser("results", help="published results: list stale documents, print reproduce commands")
+    results.add_argument("--check", action="store_true", help="list every stale document; exit 1 if any")
+    results.add_argument("--commands", nargs="*", metavar="STUDY", help="print the commands that regenerate "
+                         "these studies (all when none is named), one per line")
+    results.add_argument("--runs-dir", default="runs/reproduce", help="scratch folder for --commands' run directories")
+    results.add_argument("--results-dir", type=Path, help="the documents' folder (default docs/results of this checkout)")
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from purerl import provenance
+
+    if args.commands is not None:
+        print("\n".join(provenance.reproduce_commands(args.commands, args.runs_dir)))
+        return 0
+    if not args.check:
+        raise ConfigError("purerl results needs --check or --commands")
+    stale = provenance.check(args.results_dir or provenance.RESULTS_DIR)
+    for document, reasons in stale.items():
+        print(f"STALE {document}: {'; '.join(reasons)}")
+    print(f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
+          f"all {len(provenance.STUDIES)} documents current")
+    return 1 if stale else 0
 
 
 def _positive_ints(flag: str, text: str | None) -> list[int] | None:
@@ -505,9 +513,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded as the command by provenance
     from purerl.studies.mfos import cli as mfos
 
-    commands = {"mfos": mfos.run_cli, "train": cmd_train, "eval": cmd_eval, "evolve": cmd_evolve, "analyze": cmd_analyze, "compare": cmd_compare, "act": cmd_act, "bench": cmd_bench}
+    commands = {"mfos": mfos.run_cli, "train": cmd_train, "eval": cmd_eval, "evolve": cmd_evolve, "analyze": cmd_analyze, "compare": cmd_compare, "act": cmd_act, "bench": cmd_bench,
+                "results": cmd_results}
     try:
         if host_devices.PROBLEM:
             raise ConfigError(host_devices.PROBLEM)

@@ -33,11 +33,21 @@ def bootstrap_ci(
     return low, high
 
 
-def summarize(x: np.ndarray) -> dict[str, float]:
-    """Mean, IQM and 95% bootstrap CI of the IQM for one value per seed."""
+MIN_SEEDS_FOR_CI = 10  # fewer seeds: report the per-seed values and n, never an interval
+NOT_DISTINGUISHABLE = "not distinguishable at this budget"
+
+
+def summarize(x: np.ndarray) -> dict:
+    """Mean, IQM and 95% bootstrap CI of the IQM for one value per seed, and the values themselves.
+
+    `ci_valid` is False below MIN_SEEDS_FOR_CI seeds: the bootstrap interval of a handful of seeds is
+    little more than their range, so callers show `values` instead (see `describe`).
+    """
     x = np.asarray(x, dtype=np.float64)
     low, high = bootstrap_ci(x)
     return {
+        "values": [float(v) for v in x],
+        "ci_valid": bool(x.size >= MIN_SEEDS_FOR_CI),
         "mean": float(np.mean(x)),
         "std": float(np.std(x)),
         "iqm": float(iqm(x)),
@@ -47,6 +57,20 @@ def summarize(x: np.ndarray) -> dict[str, float]:
         "max": float(np.max(x)),
         "n": int(x.size),
     }
+
+
+def describe(s: dict, digits: int = 1) -> str:
+    """'IQM [low, high]' with a valid CI, else every per-seed value and n."""
+    if s.get("ci_valid", s["n"] >= MIN_SEEDS_FOR_CI):
+        return f"{s['iqm']:.{digits}f} [{s['ci95_low']:.{digits}f}, {s['ci95_high']:.{digits}f}]"
+    return "per seed " + ", ".join(f"{v:.{digits}f}" for v in s["values"]) + f" (n={s['n']}, no CI)"
+
+
+def separation(a: dict, b: dict) -> int:
+    """+1 if a's 95% CI lies wholly above b's, -1 wholly below, 0 otherwise or when either has no valid CI."""
+    if not (a.get("ci_valid") and b.get("ci_valid")):
+        return 0
+    return 1 if a["ci95_low"] > b["ci95_high"] else -1 if a["ci95_high"] < b["ci95_low"] else 0
 
 
 def forward_fill(x: np.ndarray) -> np.ndarray:

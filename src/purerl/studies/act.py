@@ -9,18 +9,22 @@ victim to a target cart position through the message channel alone.
 
 from __future__ import annotations
 
+import csv
 import json
+import shutil
+import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl import envs, results, stats
+from purerl import envs, provenance, results, stats
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.cheap_talk import CheapTalk
-from purerl.evolve import ESConfig, MetaTask, load_meta_params
+from purerl.evolve import GENERATIONS_CSV, MEAN_PARAMS, ESConfig, Evolution, MetaTask, config_json, load_meta_params
+from purerl.evolve import run as evolve_run
 
 # The CartPole victim of the authors' code: 4 envs x 256 steps x 32 updates, 16 full-batch epochs,
 # hidden 32 (tanh), lr 5e-3, gamma 0.99, entropy 0.01, clip 0.2; episodes capped at 200 steps.
@@ -29,9 +33,10 @@ VICTIM = PPOConfig(env="CartPole-v1", num_envs=4, num_steps=256, total_timesteps
 VICTIM_HP = HyperParams(lr=5e-3, gamma=0.99, ent_coef=0.01, clip_eps=0.2)
 EPISODE_CAP = 200
 ES_DEFAULTS = dict(strategy="open_es", fitness_shaping="z_score", lr=0.01, lr_final=0.001, std=0.04, std_final=0.01)
-# cpu: population 32, 30 generations (about 10 minutes per run on 2 cores); paper: population 1024, one GPU.
+# cpu: population 16, 16 generations, the budget of the published act.md (its header gives the wall-clock of
+# each ES run); paper: population 1024, 256 generations, one GPU.
 PRESETS = {
-    "cpu": dict(population_size=32, generations=30),
+    "cpu": dict(population_size=16, generations=16),
     "paper": dict(population_size=1024, generations=256),
 }
 FRESH_SEEDS = list(range(20_000, 20_032))
@@ -84,7 +89,7 @@ def victim_curves(env_name: str, psis, seeds: list[int]) -> np.ndarray:
     return np.asarray(metrics["episode_return"]).T  # [updates, seeds]
 
 
-def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, out_md: Path, plots_dir: Path) -> dict:
+def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Path) -> dict:
     """Fresh victim seeds under: each evolved adversary (mean params), a random adversary, no channel."""
     talk = CheapTalk()
     template = adversary_params(talk, jax.random.PRNGKey(0), env_name)
@@ -105,7 +110,6 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, out_md: Path, 
     report = {"env": env_name, "seeds": FRESH_SEEDS, "mean_return_over_training": rows,
               "runs": {m: str(d) for m, d in run_dirs.items()}}
     results.write_atomic(plots_dir / "train_time.json", json.dumps(report, indent=2))
-    _write_report(out_md, plots_dir)
     return report
 
 
@@ -168,7 +172,7 @@ def test_time_task(env_name: str = "CartPole-v1", exploiter_only: bool = False, 
                                               "fitness": "mean goal return of the frozen greedy victim"})
 
 
-def evaluate_test_time(joint_dir: Path, exploiter_dir: Path, env_name: str, out_md: Path, plots_dir: Path) -> dict:
+def evaluate_test_time(joint_dir: Path, exploiter_dir: Path, env_name: str, plots_dir: Path) -> dict:
     """Goal return on fresh victim seeds: joint, exploiter-only (random messages), and a random shaper."""
     talk, exploiter = CheapTalk(), CheapTalk(condition_dims=1)
     train = victim(env_name, talk)
@@ -201,7 +205,6 @@ def evaluate_test_time(joint_dir: Path, exploiter_dir: Path, env_name: str, out_
     report = {"env": env_name, "seeds": FRESH_SEEDS, "goals_per_seed": EVAL_GOALS, "goal_return": rows,
               "runs": {"joint": str(joint_dir), "exploiter_only": str(exploiter_dir)}}
     results.write_atomic(plots_dir / "test_time.json", json.dumps(report, indent=2))
-    _write_report(out_md, plots_dir)
     return report
 
 
@@ -228,28 +231,110 @@ def _plot_controlled_episode(train, hp, exploiter, joint, path: Path) -> None:
     plt.close(fig)
 
 
+PARAMS = "params"  # beside a report: the evolved parameters its tables use, one folder per ES run
+RUNS = {"train-time": ("anti", "pro"), "test-time": ("test-time", "test-time-exploiter")}
+PARAM_FILES = (MEAN_PARAMS, results.CONFIG, GENERATIONS_CSV)
+
+
+def run_cli(args) -> int:
+    """`purerl act PHASE`: evolve (or load with --from-params), evaluate on fresh victims, write the report."""
+    envs.check_name(args.env)
+    overrides = {k: getattr(args, k) for k in ("population_size", "generations", "seed", "max_parallel")
+                 if getattr(args, k) is not None}
+    config = es_config(args.preset, **overrides)
+    config.validate()
+    base = args.runs_dir / args.env
+    report = args.report or base / "report.md"
+    plots_dir = report.parent / report.stem
+    source = args.from_params or base
+    if args.from_params and not any((source / run / MEAN_PARAMS).exists() for run in RUNS[args.phase]):
+        raise ConfigError(f"{source} holds no evolved {args.phase} parameters ({'/, '.join(RUNS[args.phase])}/)")
+    started = time.perf_counter()
+    if args.from_params is None:
+        tasks = ({args.mode: train_time_task(args.mode, args.env, config.seed)} if args.phase == "train-time" else
+                 {"test-time": test_time_task(args.env, seed=config.seed),
+                  "test-time-exploiter": test_time_task(args.env, exploiter_only=True, seed=config.seed)})
+        for name, task in tasks.items():
+            _evolve(task, config, base / name, args)
+    present = [run for run in RUNS[args.phase] if (source / run / MEAN_PARAMS).exists()]
+    if args.report:  # the report's tables can be re-evaluated from these without re-evolving
+        _keep_params(source, plots_dir / PARAMS, present)
+    if args.phase == "train-time":
+        rows = evaluate_train_time({m: source / m for m in present}, args.env, plots_dir)["mean_return_over_training"]
+    else:
+        rows = evaluate_test_time(source / "test-time", source / "test-time-exploiter", args.env, plots_dir)["goal_return"]
+    es = json.loads((source / present[0] / results.CONFIG).read_text())["es"]
+    evolved = {run: {"es": json.loads((source / run / results.CONFIG).read_text())["es"],
+                     "evolve_wall_s": round(sum(r["seconds"] for r in _generations(source / run)), 1)} for run in present}
+    provenance.record("act", report, args.phase, args.argv, time.perf_counter() - started,
+                      {"population": es["population_size"], "generations": es["generations"],
+                       "env_steps_per_run": VICTIM.num_updates * VICTIM.batch_size, "seeds": FRESH_SEEDS},
+                      {"evolved": evolved, "params_from": str(source)})
+    _write_report(report, plots_dir)
+    for label, s in rows.items():
+        print(f"{label:38s} IQM {stats.describe(s)}")
+    print(f"report: {report}")
+    return 0
+
+
+def _evolve(task: MetaTask, config: ESConfig, out: Path, args) -> None:
+    evolution = Evolution(task, config)
+    log = evolve_run(evolution, out, config_json(task, config, {"preset": args.preset}),
+                     resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress)
+    print(f"{task.name}: fitness mean {log[0]['mean']:.2f} -> {log[-1]['mean']:.2f} "
+          f"(best {max(r['best'] for r in log):.2f}) over {len(log)} generations; {out}")
+
+
+def _keep_params(source: Path, target: Path, runs: list[str]) -> None:
+    for run in runs:
+        if (source / run).resolve() != (target / run).resolve():
+            (target / run).mkdir(parents=True, exist_ok=True)
+            for name in PARAM_FILES:
+                shutil.copyfile(source / run / name, target / run / name)
+
+
+def _generations(run_dir: Path) -> list[dict]:
+    with open(run_dir / GENERATIONS_CSV) as f:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
 def _write_report(out_md: Path, plots_dir: Path) -> None:
-    """docs/results/act.md from whatever train-time and test-time results exist (generated)."""
-    lines = ["# Adversarial Cheap Talk", "",
-             "Generated by `purerl act`; do not edit by hand. IQM over fresh victim seeds with 95% "
-             "percentile-bootstrap CIs.", ""]
+    """act.md from whatever train-time and test-time results exist, headed by their provenance."""
+    lines = ["# Adversarial Cheap Talk", "", *provenance.header(out_md, "act"),
+             "Statistic: IQM over fresh victim seeds with its 95% percentile-bootstrap CI (per-seed values and n "
+             f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap. "
+             f"The evolved parameters are in `{plots_dir.name}/{PARAMS}/`; `--from-params` re-evaluates them. "
+             "A run on the same kind of machine reproduces these numbers exactly.", ""]
     train_json, test_json = plots_dir / "train_time.json", plots_dir / "test_time.json"
     if train_json.exists():
         r = json.loads(train_json.read_text())
+        rows = r["mean_return_over_training"]
         lines += [f"## Train-time ACT on {r['env']}", "",
-                  f"Victim mean episode return over training, {len(r['seeds'])} fresh seeds.", "",
-                  "| adversary | IQM | 95% CI | mean |", "|---|---|---|---|"]
-        for label, s in r["mean_return_over_training"].items():
-            lines.append(f"| {label} | {s['iqm']:.1f} | [{s['ci95_low']:.1f}, {s['ci95_high']:.1f}] | {s['mean']:.1f} |")
-        lines += ["", f"![train-time]({plots_dir.name}/train_time.png)", ""]
+                  f"Victim mean episode return over its whole training, {len(r['seeds'])} fresh victim seeds.", "",
+                  *_table("adversary", rows), "",
+                  *_verdicts(rows, [("anti (evolved)", "no messages"), ("anti (evolved)", "random adversary"),
+                                    ("pro (evolved)", "no messages"), ("pro (evolved)", "random adversary")]),
+                  "", f"![train-time]({plots_dir.name}/train_time.png)", ""]
     if test_json.exists():
         r = json.loads(test_json.read_text())
+        rows = r["goal_return"]
         lines += [f"## Test-time ACT on {r['env']}", "",
                   f"Goal return (sum of exp(-(x - goal)^2) over an episode of at most {EPISODE_CAP} steps) of the "
-                  f"frozen greedy victim, {r['goals_per_seed']} goals per victim, {len(r['seeds'])} fresh seeds.", "",
-                  "| condition | IQM | 95% CI | mean |", "|---|---|---|---|"]
-        for label, s in r["goal_return"].items():
-            lines.append(f"| {label} | {s['iqm']:.1f} | [{s['ci95_low']:.1f}, {s['ci95_high']:.1f}] | {s['mean']:.1f} |")
-        lines += ["", f"![controlled episode]({plots_dir.name}/test_time_episode.png)", ""]
+                  f"frozen greedy victim, mean over {r['goals_per_seed']} goals per victim, {len(r['seeds'])} fresh "
+                  "victim seeds.", "", *_table("condition", rows), "",
+                  *_verdicts(rows, [("joint (evolved messages + exploiter)", "random shaper"),
+                                    ("exploiter vs random-message victim", "random shaper"),
+                                    ("joint (evolved messages + exploiter)", "exploiter vs random-message victim")]),
+                  "", f"![controlled episode]({plots_dir.name}/test_time_episode.png)", ""]
     out_md.parent.mkdir(parents=True, exist_ok=True)
     results.write_atomic(out_md, "\n".join(lines))
+
+
+def _table(what: str, rows: dict) -> list[str]:
+    return [f"| {what} | IQM [95% CI] or per-seed values | mean |", "|---|---|---|",
+            *[f"| {label} | {stats.describe(s)} | {s['mean']:.1f} |" for label, s in rows.items()]]
+
+
+def _verdicts(rows: dict, pairs: list[tuple[str, str]]) -> list[str]:
+    words = {1: "higher (CIs do not overlap)", -1: "lower (CIs do not overlap)", 0: stats.NOT_DISTINGUISHABLE}
+    return [f"- {a} vs {b}: {words[stats.separation(rows[a], rows[b])]}" for a, b in pairs if a in rows and b in rows]

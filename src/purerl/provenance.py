@@ -1,0 +1,238 @@
+"""Provenance of published results: which command, commit, source, machine and budget made each document.
+
+Every document under docs/results/ is written by a command run with `--report PATH`. That command
+records one *part* of the document in `manifest.json` beside it (a document such as dpo.md has one
+part per env; act.md one per phase). A part is stale when the purerl source files its study depends
+on no longer hash to what they hashed to when it ran, or when it ran on uncommitted source.
+`purerl results --check` lists stale documents; `scripts/reproduce.sh` regenerates them.
+
+Registering a study is one `Study` entry in `STUDIES`: its document, the source files its numbers
+depend on (narrow, so that unrelated edits do not stale it, but complete), the parts it must have,
+and the commands that regenerate it end to end.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import shlex
+import subprocess
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from purerl.config import ConfigError
+from purerl.results import write_atomic
+
+PACKAGE = Path(__file__).resolve().parent
+REPO = PACKAGE.parents[1]
+RESULTS_DIR = REPO / "docs" / "results"
+MANIFEST = "manifest.json"
+
+# What every PPO-based number depends on: the algorithm, the env stack, configs, nets, the run
+# loop and the statistics. cli.py, checkpointing, progress bars and benchmarks are left out.
+TRAINING = ("algos/*.py", "envs/__init__.py", "envs/core.py", "envs/wrappers.py", "config.py", "nets.py",
+            "distributions.py", "population.py", "experiment.py", "results.py", "stats.py", "host_devices.py")
+EVOLUTION = ("evolve.py",)
+VERSIONS = ("jax", "jaxlib", "flax", "optax", "evosax", "gymnax", "brax", "numpy")
+
+
+@dataclass(frozen=True)
+class Study:
+    """One published document and how it is made."""
+
+    name: str
+    document: str  # relative to docs/results/; its manifest.json is the one beside it
+    depends: tuple[str, ...]  # globs relative to src/purerl/
+    parts: tuple[str, ...]  # every part the document must have
+    commands: tuple[str, ...]  # regenerate it end to end; {runs} is a scratch folder for run directories
+
+
+DPO_ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", "Breakout-MinAtar", "brax:hopper")
+_COMPARE = "purerl compare --objectives ppo,dpo --runs-dir {runs}/compare --report docs/results/dpo.md --no-progress"
+STUDIES = {s.name: s for s in (
+    Study("dpo", "dpo.md", TRAINING + ("envs/brax.py", "compare.py"), DPO_ENVS, (
+        f"{_COMPARE} --env CartPole-v1 --seeds 16",
+        f"{_COMPARE} --env Acrobot-v1 --seeds 16",
+        f"{_COMPARE} --env Pendulum-v1 --seeds 16 --total-timesteps 262144",
+        f"{_COMPARE} --env Breakout-MinAtar --seeds 16 --total-timesteps 524288",
+        f"{_COMPARE} --env brax:hopper --seeds 10 --num-envs 64 --num-steps 32 --num-minibatches 8 "
+        "--total-timesteps 51200",
+    )),
+    Study("act", "act.md", TRAINING + EVOLUTION + ("envs/cheap_talk.py", "studies/act.py"), ("train-time", "test-time"), (
+        "purerl act train-time --mode anti --runs-dir {runs}/act --no-progress",
+        "purerl act train-time --mode pro --runs-dir {runs}/act --report docs/results/act.md --no-progress",
+        "purerl act test-time --runs-dir {runs}/act --report docs/results/act.md --no-progress",
+    )),
+)}
+
+
+def study_files(study: Study) -> list[Path]:
+    files = {p for pattern in study.depends for p in PACKAGE.glob(pattern) if p.is_file()}
+    return sorted(files)
+
+
+def source_hash(study: Study) -> str:
+    """sha256 over the dependency files' paths and bytes (so a rename counts as a change)."""
+    digest = hashlib.sha256()
+    for path in study_files(study):
+        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_state() -> tuple[str | None, bool]:
+    """(HEAD commit, whether the source differs from it). Outside a git checkout: (None, True)."""
+    commit = _git("rev-parse", "HEAD")
+    if commit is None:
+        return None, True
+    changes = _git("status", "--porcelain", "--", "src", "pyproject.toml")
+    return commit, changes is None or bool(changes)
+
+
+def machine() -> dict:
+    import jax
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    info = {"cpu": cpu, "cores": os.cpu_count(), "backend": jax.default_backend(),
+            "load_average_1m": round(os.getloadavg()[0], 1)}
+    if jax.default_backend() != "cpu":
+        info["accelerator"] = jax.devices()[0].device_kind
+    return info
+
+
+def versions() -> dict:
+    found = {}
+    for name in VERSIONS:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
+
+
+def command_line(argv: list[str]) -> str:
+    return " ".join(["purerl", *map(shlex.quote, argv)])
+
+
+def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: float, budget: dict,
+           extra: dict | None = None) -> dict:
+    """Write the manifest entry of one part of `report` (manifest.json beside it) and return it.
+
+    budget: population, generations, env_steps_per_run, seeds (None where a field does not apply).
+    """
+    study = STUDIES[study_name]
+    commit, dirty = git_state()
+    entry = {
+        "command": command_line(argv),
+        "commit": commit,
+        "dirty": dirty,
+        "source_hash": source_hash(study),
+        "machine": machine(),
+        "versions": versions(),
+        "wall_s": round(wall_s, 1),
+        "budget": {k: budget.get(k) for k in ("population", "generations", "env_steps_per_run", "seeds")},
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **(extra or {}),
+    }
+    report = Path(report)
+    manifest = read_manifest(report.parent)
+    document = manifest.setdefault(report.name, {"study": study.name, "depends": list(study.depends), "parts": {}})
+    document.update(study=study.name, depends=list(study.depends))
+    document["parts"][part] = entry
+    report.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return entry
+
+
+def read_manifest(results_dir: Path) -> dict:
+    path = Path(results_dir) / MANIFEST
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def header(report: Path, study_name: str) -> list[str]:
+    """The document's provenance in words, from its manifest entry (one bullet per part)."""
+    report = Path(report)
+    parts = read_manifest(report.parent).get(report.name, {}).get("parts", {})
+    lines = [f"Generated by the commands below (regenerate: `scripts/reproduce.sh {study_name}`); do not edit by hand. "
+             f"Facts per part, also in `{MANIFEST}`:", ""]
+    for name in sorted(parts):
+        lines.append(f"- **{name}**: {describe(parts[name])}")
+    return lines + [""]
+
+
+def describe(part: dict) -> str:
+    m, b = part["machine"], part["budget"]
+    where = m.get("accelerator") or f"{m['cpu']} ({m['cores']} cores)"
+    state = "UNCOMMITTED CHANGES, not reproducible from that commit" if part["dirty"] else "clean tree"
+    budget = [f"population {b['population']}" if b.get("population") else "",
+              f"{b['generations']} generations" if b.get("generations") else "",
+              f"{b['env_steps_per_run']:,} env steps per run" if b.get("env_steps_per_run") else "",
+              f"{len(b['seeds'])} seeds ({_seed_range(b['seeds'])})" if b.get("seeds") else ""]
+    return (f"`{part['command']}` at commit {str(part['commit'])[:10]} ({state}), source hash {part['source_hash']}; "
+            f"budget: {', '.join(x for x in budget if x)}; on {where}, {m['backend']} backend, load average "
+            f"{m['load_average_1m']} at the end; {part['wall_s']:,.0f} s wall-clock; {part['date']}.")
+
+
+def _seed_range(seeds: list[int]) -> str:
+    contiguous = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
+    return f"{seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 2 else ", ".join(map(str, seeds))
+
+
+def check(results_dir: Path = RESULTS_DIR) -> dict[str, list[str]]:
+    """{document: [reasons it is stale]} for every registered study whose document is not current.
+
+    A document's manifest is the one beside it, so a document outside docs/results/ (say "../benchmarks.md")
+    is checked against docs/manifest.json.
+    """
+    stale = {}
+    for study in STUDIES.values():
+        reasons = []
+        path = Path(results_dir) / study.document
+        document = read_manifest(path.parent).get(path.name)
+        if not path.exists():
+            reasons.append("document missing")
+        if document is None:
+            reasons.append("no manifest entry: not generated by the pipeline")
+        else:
+            current = source_hash(study)
+            for name in study.parts:
+                part = document["parts"].get(name)
+                if part is None:
+                    reasons.append(f"{name}: never generated")
+                elif part["dirty"]:
+                    reasons.append(f"{name}: generated from uncommitted source")
+                elif part["source_hash"] != current:
+                    reasons.append(f"{name}: source changed since {str(part['commit'])[:10]}"
+                                   + _changed_files(study, part["commit"]))
+        if reasons:
+            stale[study.document] = reasons
+    return stale
+
+
+def _changed_files(study: Study, commit: str | None) -> str:
+    files = [str(p.relative_to(REPO)) for p in study_files(study)]
+    changed = _git("diff", "--name-only", str(commit), "--", *files) if commit else None
+    return f" ({', '.join(changed.split())})" if changed else ""
+
+
+def reproduce_commands(names: list[str], runs: str) -> list[str]:
+    unknown = [n for n in names if n not in STUDIES]
+    if unknown:
+        raise ConfigError(f"unknown study '{unknown[0]}'; choose from {', '.join(STUDIES)}")
+    return [c.format(runs=runs) for n in (names or list(STUDIES)) for c in STUDIES[n].commands]
