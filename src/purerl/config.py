@@ -155,12 +155,16 @@ def default_preset(env_name: str, discrete: bool) -> str:
     return "classic" if discrete else "continuous"
 
 
-def apply_preset(name: str, env_name: str, discrete: bool) -> tuple[PPOConfig, HyperParams]:
-    """The preset's config and hyperparameters for `env_name`, after checking it fits the env."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset '{name}'; choose from {', '.join(PRESETS)}")
-    preset = PRESETS[name]
+def apply_preset(name: str, env_name: str, discrete: bool, presets: dict[str, Preset] | None = None,
+                 config_class: type = PPOConfig, hyperparams_class: type = HyperParams):
+    """The preset's config and hyperparameters for `env_name`, after checking it fits the env.
+
+    PPO's presets by default; another algorithm passes its own presets and classes."""
+    presets = PRESETS if presets is None else presets
+    if name not in presets:
+        raise ConfigError(f"unknown preset '{name}'; choose from {', '.join(presets)}")
+    preset = presets[name]
     kind = "discrete" if discrete else "continuous"
     if preset.action is not None and preset.action != kind:
         raise ConfigError(f"preset '{name}' is for {preset.action} actions, but {env_name} has {kind} actions")
-    return PPOConfig(env=env_name, **preset.config), HyperParams(**preset.hyperparams)
+    return config_class(env=env_name, **preset.config), hyperparams_class(**preset.hyperparams)
