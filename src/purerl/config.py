@@ -128,6 +128,13 @@ PRESETS: dict[str, Preset] = {
         config=dict(num_envs=64, num_steps=128, total_timesteps=10_000_000, num_minibatches=8, activation="relu"),
         hyperparams=dict(lr=5e-3),
     ),
+    "memory": Preset(
+        "bsuite memory tasks (MemoryChain-bsuite), for --network gru: PureJaxRL PPO-RNN's 128-unit GRU, "
+        "4 epochs x 4 minibatches of whole sequences and annealed lr 2.5e-4, on 16 envs x 32 steps "
+        "(short episodes: shorter sequences, 4x less sequential work) for 2e5 steps",
+        action="discrete",
+        config=dict(num_envs=16, num_steps=32, total_timesteps=200_000, hidden_sizes=(128,)),
+    ),
     "brax": Preset(
         "Brax continuous: 2048 envs x 10 steps, 5e7 steps, 4 x 32 minibatches, 256-256 tanh, "
         "obs and reward normalisation, constant lr 3e-4, no entropy bonus",

@@ -13,6 +13,7 @@ from typing import ClassVar
 import flax.linen as nn
 import jax.numpy as jnp
 
+from purerl.config import ConfigError
 from purerl.distributions import Categorical, DiagGaussian
 from purerl.envs.core import ActionSpace
 from purerl.nets import ResetGRU, _dense, _scan_gru
@@ -48,6 +49,10 @@ class GRUActorCritic(nn.Module):
         """Value of `obs` (the step's next or final observation) read after one more GRU step."""
         h, _ = self.core(carries, (nn.relu(self.embedding(obs)), jnp.zeros(obs.shape[:-1], bool)))
         return self._value(h)
+
+    def policy(self, obs):
+        """What `purerl eval` and `purerl.load` act with; a recurrent agent needs its memory instead."""
+        raise ConfigError("a recurrent (--network gru) run acts from its memory; eval and load need --network mlp")
 
     def _policy(self, h):
         head = self.actor(h)
