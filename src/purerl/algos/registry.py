@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from purerl.algos import dqn, pqn
+from purerl.algos.objectives import clipped_l2, ppo_clip
 from purerl.config import PRESETS as PPO_PRESETS
 from purerl.config import ConfigError, HyperParams, PPOConfig, Preset, default_preset
 
@@ -58,7 +59,7 @@ def hyperparam_fields() -> list[str]:
     return list(dict.fromkeys(name for a in ALGORITHMS.values() for name in a.hyperparams._fields))
 
 
-def build(algo: str, config, network: str, objective, value_loss):
+def build(algo: str, config, network: str = "mlp", objective=ppo_clip, value_loss=clipped_l2):
     """The train function of `algo` for a static config; `objective` and `value_loss` are PPO's hooks."""
     if algo == "ppo":
         from purerl import envs
