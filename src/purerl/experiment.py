@@ -19,8 +19,8 @@ import jax
 import numpy as np
 
 from purerl import __version__, envs, results, stats
-from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
 from purerl.algos import registry
+from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.population import Members, Placement, barrier, is_writer, make_members, run_chunks, vmapped
 

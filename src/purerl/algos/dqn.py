@@ -2,7 +2,7 @@
 
 Read top to bottom: config, state, initialisation, one environment step (act
 epsilon-greedily, store the transition, maybe learn, maybe refresh the target
-network), one update (`num_steps` such steps and a metric row), then the loop.
+network), one update (`num_steps` such steps and a metric row); `loop.UpdateLoop` runs the updates.
 As in `ppo.py`, the whole run is one `lax` loop: `jax.jit(train)` is one XLA
 program and `jax.vmap(train)` trains many seeds or a hyperparameter grid in it.
 
@@ -24,11 +24,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from purerl import envs, replay
-from purerl.algos import td
+from purerl.algos import loop, td
 from purerl.config import ConfigError, Preset
 from purerl.nets import ACTIVATIONS, init_params
 from purerl.qnets import QNetwork
@@ -46,15 +45,11 @@ class DQNHyperParams(NamedTuple):
     epsilon_finish: Any = 0.05
 
     def as_arrays(self) -> DQNHyperParams:
-        return DQNHyperParams(*(jnp.asarray(v, jnp.float32) for v in self))
+        return loop.as_float_arrays(self)
 
     def validate(self) -> None:
-        bounds = {"lr": (0, np.inf, "> 0"), "gamma": (0, 1, "in (0, 1]"), "tau": (0, 1, "in (0, 1]"),
-                  "epsilon_start": (-1e-9, 1, "in [0, 1]"), "epsilon_finish": (-1e-9, 1, "in [0, 1]")}
-        for name, (low, high, text) in bounds.items():
-            for value in np.ravel(np.asarray(getattr(self, name), dtype=float)).tolist():
-                if not low < value <= high:
-                    raise ConfigError(f"{name} must be {text}, got {value:g}")
+        loop.check_bounds(self, {"lr": loop.POSITIVE, "gamma": loop.DISCOUNT, "tau": (0.0, 1.0, "in (0, 1]"),
+                                 "epsilon_start": loop.UNIT, "epsilon_finish": loop.UNIT})
 
 
 @dataclass(frozen=True)
@@ -142,13 +137,8 @@ class RunnerState(NamedTuple):
     metrics: dict[str, jax.Array]
 
 
-class TrainResult(NamedTuple):
-    state: RunnerState
-    metrics: dict[str, jax.Array]
-
-
-class DQN:
-    """Built once per static config; calling it runs a whole training run."""
+class DQN(loop.UpdateLoop):
+    """Built once per static config; calling it (`loop.UpdateLoop`) runs a whole training run."""
 
     def __init__(self, config: DQNConfig, env: envs.Env | None = None, td_loss=td.l2):
         config.validate()
@@ -189,7 +179,7 @@ class DQN:
             timestep=jnp.int32(0),
             obs_stats=None,
             key=key,
-            metrics={name: jnp.full((cfg.num_updates,), jnp.nan, jnp.float32) for name in METRICS},
+            metrics=loop.metric_buffers(METRICS, cfg.num_updates),
         )
 
     # ---------------------------------------------------------------- learning
@@ -253,18 +243,7 @@ class DQN:
             "epsilon": info["epsilon"][-1],
             "learning_rate": self.learning_rate(hp, jnp.maximum(gradient_steps, 0)),
         }
-        metrics = {name: buffer.at[index].set(row[name].astype(jnp.float32)) for name, buffer in state.metrics.items()}
-        return state._replace(metrics=metrics)
-
-    # ------------------------------------------------------------------ loop
-    def run(self, state: RunnerState, hp: DQNHyperParams, meta_params, start, stop) -> RunnerState:
-        """Updates `start` to `stop - 1`. Chunks of one run compose exactly, so runs can checkpoint and resume."""
-        return jax.lax.fori_loop(start, stop, lambda i, s: self.update(i, s, hp, meta_params), state)
-
-    def __call__(self, key: jax.Array, hp: DQNHyperParams, meta_params=None) -> TrainResult:
-        state = self.init(key, hp, meta_params)
-        state = self.run(state, hp, meta_params, 0, self.config.num_updates)
-        return TrainResult(state, state.metrics)
+        return state._replace(metrics=loop.record(state.metrics, index, row))
 
     # ---------------------------------------------------------------- acting
     def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:

@@ -5,7 +5,7 @@ A parallel Q-learner with no replay buffer and no target network: many vectorise
 envs act epsilon-greedily, Q(lambda) returns are computed over the short rollout,
 and a LayerNorm Q-network regresses on them for a few epochs of minibatches, as
 PPO does with its advantages. Read top to bottom: config, state, initialisation,
-rollout, targets, learning, one update, the loop. One update is one metric row;
+rollout, targets, learning, one update (`loop.UpdateLoop` runs them). One update is one metric row;
 the run is one `lax` loop, so it jits to one program and vmaps over seeds.
 
 Settings follow the authors' purejaxql configs (CartPole and MinAtar): RAdam with
@@ -25,11 +25,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from purerl import envs
-from purerl.algos import td
+from purerl.algos import loop, td
 from purerl.config import ConfigError, Preset
 from purerl.nets import ACTIVATIONS, init_params
 from purerl.qnets import QNetwork
@@ -49,16 +48,12 @@ class PQNHyperParams(NamedTuple):
     reward_scale: Any = 0.1
 
     def as_arrays(self) -> PQNHyperParams:
-        return PQNHyperParams(*(jnp.asarray(v, jnp.float32) for v in self))
+        return loop.as_float_arrays(self)
 
     def validate(self) -> None:
-        bounds = {"lr": (0, np.inf, "> 0"), "gamma": (0, 1, "in (0, 1]"), "td_lambda": (-1e-9, 1, "in [0, 1]"),
-                  "epsilon_start": (-1e-9, 1, "in [0, 1]"), "epsilon_finish": (-1e-9, 1, "in [0, 1]"),
-                  "max_grad_norm": (0, np.inf, "> 0"), "reward_scale": (0, np.inf, "> 0")}
-        for name, (low, high, text) in bounds.items():
-            for value in np.ravel(np.asarray(getattr(self, name), dtype=float)).tolist():
-                if not low < value <= high:
-                    raise ConfigError(f"{name} must be {text}, got {value:g}")
+        loop.check_bounds(self, {"lr": loop.POSITIVE, "gamma": loop.DISCOUNT, "td_lambda": loop.UNIT,
+                                 "epsilon_start": loop.UNIT, "epsilon_finish": loop.UNIT,
+                                 "max_grad_norm": loop.POSITIVE, "reward_scale": loop.POSITIVE})
 
 
 @dataclass(frozen=True)
@@ -145,13 +140,8 @@ class RunnerState(NamedTuple):
     metrics: dict[str, jax.Array]
 
 
-class TrainResult(NamedTuple):
-    state: RunnerState
-    metrics: dict[str, jax.Array]
-
-
-class PQN:
-    """Built once per static config; calling it runs a whole training run."""
+class PQN(loop.UpdateLoop):
+    """Built once per static config; calling it (`loop.UpdateLoop`) runs a whole training run."""
 
     def __init__(self, config: PQNConfig, env: envs.Env | None = None, td_loss=td.l2):
         config.validate()
@@ -185,7 +175,7 @@ class PQN:
         param_key, reset_key, key = jax.random.split(key, 3)
         params = init_params(self.network, param_key, self.env.observation_shape)
         obs, env_state = self.env.reset_batch(jax.random.split(reset_key, cfg.num_envs))
-        metrics = {name: jnp.full((cfg.num_updates,), jnp.nan, jnp.float32) for name in METRICS}
+        metrics = loop.metric_buffers(METRICS, cfg.num_updates)
         return RunnerState(params, self.optimizer(hp).init(params), env_state, obs, None, key, metrics)
 
     # --------------------------------------------------------------- rollout
@@ -258,18 +248,7 @@ class PQN:
             "epsilon": epsilon,
             "learning_rate": self.learning_rate(hp, index),
         }
-        metrics = {name: buffer.at[index].set(row[name].astype(jnp.float32)) for name, buffer in state.metrics.items()}
-        return state._replace(metrics=metrics)
-
-    # ------------------------------------------------------------------ loop
-    def run(self, state: RunnerState, hp: PQNHyperParams, meta_params, start, stop) -> RunnerState:
-        """Updates `start` to `stop - 1`. Chunks of one run compose exactly, so runs can checkpoint and resume."""
-        return jax.lax.fori_loop(start, stop, lambda i, s: self.update(i, s, hp, meta_params), state)
-
-    def __call__(self, key: jax.Array, hp: PQNHyperParams, meta_params=None) -> TrainResult:
-        state = self.init(key, hp, meta_params)
-        state = self.run(state, hp, meta_params, 0, self.config.num_updates)
-        return TrainResult(state, state.metrics)
+        return state._replace(metrics=loop.record(state.metrics, index, row))
 
     # ---------------------------------------------------------------- acting
     def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
