@@ -29,8 +29,7 @@ import optax
 from purerl import envs, replay
 from purerl.algos import loop, td
 from purerl.config import ConfigError, Preset
-from purerl.nets import ACTIVATIONS, init_params
-from purerl.qnets import QNetwork
+from purerl.nets import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
 
@@ -81,11 +80,8 @@ class DQNConfig:
         return -(-self.total_timesteps // self.batch_size)
 
     def validate(self) -> None:
-        for name in ("num_envs", "num_steps", "total_timesteps", "buffer_size", "buffer_batch_size",
-                     "train_interval", "target_update_interval", "epsilon_anneal_time"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"{name.replace('_', '-')} must be a positive integer, got {value}")
+        loop.check_config(self, ("num_envs", "num_steps", "total_timesteps", "buffer_size", "buffer_batch_size",
+                                 "train_interval", "target_update_interval", "epsilon_anneal_time"))
         if self.learning_starts < 0:
             raise ConfigError(f"learning-starts must be >= 0, got {self.learning_starts}")
         for name in ("train_interval", "target_update_interval"):
@@ -94,10 +90,6 @@ class DQNConfig:
                                   f"num-envs={self.num_envs} (the env steps of one step of every env)")
         if self.buffer_size < self.num_envs:
             raise ConfigError(f"buffer-size={self.buffer_size} is smaller than num-envs={self.num_envs}")
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise ConfigError(f"hidden-sizes must be positive integers, got {self.hidden_sizes}")
-        if self.activation not in ACTIVATIONS:
-            raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{self.activation}'")
 
     def replace(self, **changes) -> DQNConfig:
         return dataclasses.replace(self, **changes)
@@ -137,17 +129,8 @@ class RunnerState(NamedTuple):
     metrics: dict[str, jax.Array]
 
 
-class DQN(loop.UpdateLoop):
-    """Built once per static config; calling it (`loop.UpdateLoop`) runs a whole training run."""
-
-    def __init__(self, config: DQNConfig, env: envs.Env | None = None, td_loss=td.l2):
-        config.validate()
-        self.config = config
-        self.env = env if env is not None else envs.make(config.env)
-        if not self.env.action_space.discrete:
-            raise ConfigError(f"DQN needs discrete actions; {config.env} has continuous ones")
-        self.td_loss = td_loss
-        self.network = QNetwork(self.env.action_space.num_actions, tuple(config.hidden_sizes), config.activation)
+class DQN(td.QLearner):
+    """Built once per static config; calling it runs a whole training run (see `td.QLearner`)."""
 
     def optimizer(self, hp: DQNHyperParams) -> optax.GradientTransformation:
         return optax.adam(lambda count: self.learning_rate(hp, count))
@@ -244,11 +227,6 @@ class DQN(loop.UpdateLoop):
             "learning_rate": self.learning_rate(hp, jnp.maximum(gradient_steps, 0)),
         }
         return state._replace(metrics=loop.record(state.metrics, index, row))
-
-    # ---------------------------------------------------------------- acting
-    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
-        """The greedy action (a value-based policy evaluates greedily; `key` is accepted and unused)."""
-        return jnp.argmax(self.network.apply(params, raw_obs), axis=-1)
 
 
 def make_train(config: DQNConfig, env: envs.Env | None = None, td_loss=td.l2) -> DQN:

@@ -54,6 +54,20 @@ def check_bounds(hp, bounds: dict[str, tuple[float, float, str]]) -> None:
                 raise ConfigError(f"{name} must be {text}, got {value:g}")
 
 
+def check_config(config, positive_ints: tuple[str, ...]) -> None:
+    """The named fields are positive integers; `hidden_sizes` and `activation` describe a network."""
+    from purerl.nets import ACTIVATIONS
+
+    for name in positive_ints:
+        value = getattr(config, name)
+        if not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"{name.replace('_', '-')} must be a positive integer, got {value}")
+    if not config.hidden_sizes or any(h <= 0 for h in config.hidden_sizes):
+        raise ConfigError(f"hidden-sizes must be positive integers, got {config.hidden_sizes}")
+    if config.activation not in ACTIVATIONS:
+        raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{config.activation}'")
+
+
 UNIT = (-1e-9, 1.0, "in [0, 1]")  # a probability or lambda
 POSITIVE = (0.0, np.inf, "> 0")
 DISCOUNT = (0.0, 1.0, "in (0, 1]")

@@ -30,8 +30,7 @@ import optax
 from purerl import envs
 from purerl.algos import loop, td
 from purerl.config import ConfigError, Preset
-from purerl.nets import ACTIVATIONS, init_params
-from purerl.qnets import QNetwork
+from purerl.nets import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
 
@@ -80,19 +79,12 @@ class PQNConfig:
         return -(-self.total_timesteps // self.batch_size)
 
     def validate(self) -> None:
-        for name in ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"{name.replace('_', '-')} must be a positive integer, got {value}")
+        loop.check_config(self, ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"))
         if self.batch_size % self.num_minibatches:
             raise ConfigError(f"batch of {self.num_envs} envs x {self.num_steps} steps = {self.batch_size} "
                               f"is not divisible by num-minibatches={self.num_minibatches}")
         if not 0 < self.epsilon_decay <= 1:
             raise ConfigError(f"epsilon-decay must be in (0, 1], got {self.epsilon_decay:g}")
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise ConfigError(f"hidden-sizes must be positive integers, got {self.hidden_sizes}")
-        if self.activation not in ACTIVATIONS:
-            raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{self.activation}'")
 
     def replace(self, **changes) -> PQNConfig:
         return dataclasses.replace(self, **changes)
@@ -140,18 +132,10 @@ class RunnerState(NamedTuple):
     metrics: dict[str, jax.Array]
 
 
-class PQN(loop.UpdateLoop):
-    """Built once per static config; calling it (`loop.UpdateLoop`) runs a whole training run."""
+class PQN(td.QLearner):
+    """Built once per static config; calling it runs a whole training run (see `td.QLearner`)."""
 
-    def __init__(self, config: PQNConfig, env: envs.Env | None = None, td_loss=td.l2):
-        config.validate()
-        self.config = config
-        self.env = env if env is not None else envs.make(config.env)
-        if not self.env.action_space.discrete:
-            raise ConfigError(f"PQN needs discrete actions; {config.env} has continuous ones")
-        self.td_loss = td_loss
-        self.network = QNetwork(self.env.action_space.num_actions, tuple(config.hidden_sizes), config.activation,
-                                layer_norm=True)
+    layer_norm = True
 
     @property
     def steps_per_update(self) -> int:
@@ -249,11 +233,6 @@ class PQN(loop.UpdateLoop):
             "learning_rate": self.learning_rate(hp, index),
         }
         return state._replace(metrics=loop.record(state.metrics, index, row))
-
-    # ---------------------------------------------------------------- acting
-    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
-        """The greedy action (a value-based policy evaluates greedily; `key` is accepted and unused)."""
-        return jnp.argmax(self.network.apply(params, raw_obs), axis=-1)
 
 
 def make_train(config: PQNConfig, env: envs.Env | None = None, td_loss=td.l2) -> PQN:

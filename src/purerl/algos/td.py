@@ -15,6 +15,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from purerl import envs
+from purerl.algos.loop import UpdateLoop
+from purerl.config import ConfigError
+from purerl.qnets import QNetwork
+
 
 def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> jax.Array:
     """argmax of `q_values` [..., actions], replaced by a uniform action with probability `epsilon`."""
@@ -84,3 +89,26 @@ def episode_row(episode_done, episode_return, episode_length) -> dict[str, jax.A
         "episode_length": mean_over_ended(episode_length.astype(jnp.float32)),
         "episodes": episodes,
     }
+
+
+class QLearner(UpdateLoop):
+    """What DQN and PQN share: a discrete-action env, a Q-network, the TD-loss hook, greedy acting.
+
+    Built once per static config; calling it (`UpdateLoop`) runs a whole training run.
+    """
+
+    layer_norm = False  # PQN's Q-network normalises every hidden layer
+
+    def __init__(self, config, env: envs.Env | None = None, td_loss=l2):
+        config.validate()
+        self.config = config
+        self.env = env if env is not None else envs.make(config.env)
+        if not self.env.action_space.discrete:
+            raise ConfigError(f"{type(self).__name__} needs discrete actions; {config.env} has continuous ones")
+        self.td_loss = td_loss
+        self.network = QNetwork(self.env.action_space.num_actions, tuple(config.hidden_sizes), config.activation,
+                                layer_norm=self.layer_norm)
+
+    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
+        """The greedy action (a value-based policy evaluates greedily; `key` is accepted and unused)."""
+        return jnp.argmax(self.network.apply(params, raw_obs), axis=-1)
