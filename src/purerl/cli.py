@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from purerl import host_devices, rundir
-from purerl.config import PRESETS, ConfigError, HyperParams, PPOConfig
+from purerl.config import ConfigError
 from purerl.stopping import StopRequested
 
 EXIT_USAGE = 2
@@ -80,8 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="purerl", description="Reinforcement learning as compiled JAX programs.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    train = sub.add_parser("train", help="train PPO on many seeds (and a hyperparameter grid) in one program")
+    train = sub.add_parser("train", help="train PPO, DQN or PQN on many seeds (and a hyperparameter grid) in one program")
     _add_train_flags(train)
+    train.add_argument("--algo", default="ppo", choices=["ppo", "dqn", "pqn"], help="algorithm (default ppo)")
+    train.add_argument("--network", default="mlp", choices=["mlp", "gru"], help="gru: a recurrent agent (ppo)")
     train.add_argument("--objective", default="ppo", help="policy objective: ppo, dpo, or lpo:PATH")
     train.add_argument("--out", type=Path, help="run directory (default runs/ENV-TIMESTAMP)")
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
@@ -177,18 +179,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4) -> None:
     """Flags shared by train and compare: env, preset, seeds, config and hyperparameter overrides."""
+    from purerl.algos import registry
+
     parser.add_argument("--env", default="CartPole-v1", help="gymnax id (default CartPole-v1)")
-    parser.add_argument("--preset", choices=sorted(PRESETS), help="reference settings; default by env family")
+    presets = sorted({name for algorithm in registry.ALGORITHMS.values() for name in algorithm.presets})
+    parser.add_argument("--preset", choices=presets, help="reference settings; default by env family")
     parser.add_argument("--seeds", type=_int, default=default_seeds, help=f"number of seeds (default {default_seeds})")
     parser.add_argument("--seed", type=_int, default=0, help="first seed; seeds are seed..seed+N-1")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    for name in ("total_timesteps", "num_envs", "num_steps", "update_epochs", "num_minibatches"):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=_int)
     parser.add_argument("--hidden-sizes", type=lambda s: tuple(int(v) for v in s.split(",")), metavar="64,64")
     parser.add_argument("--activation", choices=["tanh", "relu"])
-    for flag in ("anneal_lr", "normalize_obs", "normalize_reward"):
-        parser.add_argument(f"--{flag.replace('_', '-')}", action=argparse.BooleanOptionalAction, default=None)
-    for name in HyperParams._fields:
+    for name, kind in registry.config_fields().items():  # every algorithm's config; train_spec rejects the others'
+        flag = f"--{name.replace('_', '-')}"
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        elif kind in (int, float):
+            parser.add_argument(flag, type=_int if kind is int else float)
+    for name in registry.hyperparam_fields():
         parser.add_argument(
             f"--{name.replace('_', '-')}", type=_floats, metavar="X[,Y...]",
             help="comma-separated values sweep a grid" if name == "lr" else None,
@@ -232,22 +239,31 @@ def _join_processes(args: argparse.Namespace) -> None:
 def train_spec(args: argparse.Namespace):
     """The experiment described by the flags: preset, then explicit overrides."""
     from purerl import envs
-    from purerl.config import apply_preset, default_preset
+    from purerl.algos import registry
+    from purerl.config import apply_preset
     from purerl.experiment import TrainSpec
 
     envs.check_name(args.env)
     env = envs.make(args.env)
     discrete = env.action_space.discrete
-    preset = args.preset or default_preset(args.env, discrete)
-    config, hp = apply_preset(preset, args.env, discrete)
+    algorithm = registry.get(getattr(args, "algo", "ppo"))
+    preset = args.preset or algorithm.default_preset(args.env, discrete)
+    if preset not in algorithm.presets:
+        raise ConfigError(f"--preset {preset} is not a preset of --algo {algorithm.name}; "
+                          f"choose from {', '.join(algorithm.presets)}")
+    config, hp = apply_preset(preset, args.env, discrete, algorithm.presets, algorithm.config, algorithm.hyperparams)
+    own = set(algorithm.config.__dataclass_fields__) | set(algorithm.hyperparams._fields)
+    for name in [*registry.config_fields(), *registry.hyperparam_fields()]:
+        if name not in own and getattr(args, name, None) is not None:
+            raise ConfigError(f"--{name.replace('_', '-')} does not apply to --algo {algorithm.name}")
     overrides = {
         field: getattr(args, field)
-        for field in PPOConfig.__dataclass_fields__
+        for field in algorithm.config.__dataclass_fields__
         if field != "env" and getattr(args, field, None) is not None
     }
     config = config.replace(**overrides)
     grid = {}
-    for name in HyperParams._fields:
+    for name in algorithm.hyperparams._fields:
         values = getattr(args, name)
         if values is None:
             continue
@@ -262,7 +278,8 @@ def train_spec(args: argparse.Namespace):
         raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {args.seed}..{args.seed + args.seeds - 1}")
     seeds = list(range(args.seed, args.seed + args.seeds))
     return TrainSpec(config=config, hyperparams=hp, seeds=seeds, grid=grid, preset=preset,
-                     objective=getattr(args, "objective", "ppo"))
+                     objective=getattr(args, "objective", "ppo"), algo=algorithm.name,
+                     network=getattr(args, "network", "mlp"))
 
 
 def cmd_train(args: argparse.Namespace) -> int:

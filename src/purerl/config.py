@@ -138,6 +138,13 @@ PRESETS: dict[str, Preset] = {
         config=dict(num_envs=64, num_steps=128, total_timesteps=10_000_000, num_minibatches=8, activation="relu"),
         hyperparams=dict(lr=5e-3),
     ),
+    "memory": Preset(
+        "bsuite memory tasks (MemoryChain-bsuite), for --network gru: PureJaxRL PPO-RNN's 128-unit GRU, "
+        "4 epochs x 4 minibatches of whole sequences and annealed lr 2.5e-4, on 16 envs x 32 steps "
+        "(short episodes: shorter sequences, 4x less sequential work) for 2e5 steps",
+        action="discrete",
+        config=dict(num_envs=16, num_steps=32, total_timesteps=200_000, hidden_sizes=(128,)),
+    ),
     "brax": Preset(
         "Brax continuous: 2048 envs x 10 steps, 5e7 steps, 4 x 32 minibatches, 256-256 tanh, "
         "obs and reward normalisation, constant lr 3e-4, no entropy bonus",
@@ -165,12 +172,16 @@ def default_preset(env_name: str, discrete: bool) -> str:
     return "classic" if discrete else "continuous"
 
 
-def apply_preset(name: str, env_name: str, discrete: bool) -> tuple[PPOConfig, HyperParams]:
-    """The preset's config and hyperparameters for `env_name`, after checking it fits the env."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset '{name}'; choose from {', '.join(PRESETS)}")
-    preset = PRESETS[name]
+def apply_preset(name: str, env_name: str, discrete: bool, presets: dict[str, Preset] | None = None,
+                 config_class: type = PPOConfig, hyperparams_class: type = HyperParams):
+    """The preset's config and hyperparameters for `env_name`, after checking it fits the env.
+
+    PPO's presets by default; another algorithm passes its own presets and classes."""
+    presets = PRESETS if presets is None else presets
+    if name not in presets:
+        raise ConfigError(f"unknown preset '{name}'; choose from {', '.join(presets)}")
+    preset = presets[name]
     kind = "discrete" if discrete else "continuous"
     if preset.action is not None and preset.action != kind:
         raise ConfigError(f"preset '{name}' is for {preset.action} actions, but {env_name} has {kind} actions")
-    return PPOConfig(env=env_name, **preset.config), HyperParams(**preset.hyperparams)
+    return config_class(env=env_name, **preset.config), hyperparams_class(**preset.hyperparams)

@@ -1,4 +1,4 @@
-"""A training experiment on disk: a population of PPO runs, chunked, checkpointed, resumable.
+"""A training experiment on disk: a population of PPO (or DQN, PQN) runs, chunked, checkpointed, resumable.
 
 The compiled program runs `chunk` updates at a time; between chunks the host
 updates the progress bar and saves an orbax checkpoint. Because every chunk is
@@ -20,8 +20,8 @@ import jax
 import numpy as np
 
 from purerl import __version__, envs, results, rundir, stats
+from purerl.algos import registry
 from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
-from purerl.algos.ppo import PPO
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.progress import TrainingBar
 from purerl.population import Members, Placement, barrier, is_writer, make_members, run_chunks, vmapped
@@ -31,13 +31,15 @@ from purerl.population import Members, Placement, barrier, is_writer, make_membe
 class TrainSpec:
     """Everything needed to rerun a training experiment; it is what config.json holds."""
 
-    config: PPOConfig
+    config: PPOConfig  # or the --algo's own config class (registry.ALGORITHMS)
     hyperparams: HyperParams = field(default_factory=HyperParams)
     seeds: list[int] = field(default_factory=lambda: [0])
     grid: dict[str, list[float]] = field(default_factory=dict)
     objective: str = "ppo"  # ppo, dpo, or lpo:PATH (meta-parameters saved by `purerl evolve lpo`)
     value_loss: str = "clipped_l2"
     preset: str | None = None
+    algo: str = "ppo"
+    network: str = "mlp"
 
     def to_json(self) -> dict[str, Any]:
         config = dataclasses.asdict(self.config)
@@ -51,25 +53,36 @@ class TrainSpec:
             "objective": self.objective,
             "value_loss": self.value_loss,
             "preset": self.preset,
+            "algo": self.algo,
+            "network": self.network,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainSpec:
         config = dict(data["config"])
         config["hidden_sizes"] = tuple(config["hidden_sizes"])
+        algorithm = registry.get(data.get("algo", "ppo"))
         return cls(
-            config=PPOConfig(**config),
-            hyperparams=HyperParams(**data["hyperparams"]),
+            config=algorithm.config(**config),
+            hyperparams=algorithm.hyperparams(**data["hyperparams"]),
             seeds=list(data["seeds"]),
             grid={k: list(v) for k, v in data["grid"].items()},
             objective=data["objective"],
             value_loss=data["value_loss"],
             preset=data.get("preset"),
+            algo=algorithm.name,
+            network=data.get("network", "mlp"),
         )
 
     def validate(self) -> Members:
         """Every check that can fail on user input, before anything is traced."""
         envs.check_name(self.config.env)
+        algorithm = registry.get(self.algo)
+        if self.network not in algorithm.networks:
+            raise ConfigError(f"--network {self.network} is not available for --algo {self.algo}; "
+                              f"choose from {', '.join(algorithm.networks)}")
+        if self.algo != "ppo" and (self.objective != "ppo" or self.value_loss != "clipped_l2"):
+            raise ConfigError("--objective (and the value loss) belong to --algo ppo")
         self.config.validate()
         self.hyperparams.validate()
         self.meta_params()  # checks the objective and loads its meta-parameters, if any
@@ -80,6 +93,8 @@ class TrainSpec:
 
     def meta_params(self):
         """The objective's meta-parameters (loaded from `lpo:PATH`), or None."""
+        if self.algo != "ppo":
+            return None
         name, _, path = self.objective.partition(":")
         if name not in POLICY_OBJECTIVES:
             raise ConfigError(f"unknown objective '{name}'; choose from ppo, dpo, lpo:PATH")
@@ -93,12 +108,11 @@ class TrainSpec:
 
         return load_meta_params(Path(path), OBJECTIVE_META_TEMPLATES[name]())
 
-    def build(self) -> PPO:
-        return PPO(
-            self.config,
-            objective=POLICY_OBJECTIVES[self.objective.partition(":")[0]],
-            value_loss=VALUE_LOSSES[self.value_loss],
-        )
+    def build(self):
+        """The train function: PPO with this spec's objective and value loss, or the --algo's own."""
+        return registry.build(self.algo, self.config, self.network,
+                              objective=POLICY_OBJECTIVES[self.objective.partition(":")[0]],
+                              value_loss=VALUE_LOSSES[self.value_loss])
 
 
 def run(
@@ -164,14 +178,17 @@ def run(
     if writer:  # rewriting these from the checkpoint also completes a run killed before its outputs
         results.write_metrics_csv(out, metrics, cfg.batch_size, [members.label(i) for i in range(n)])
         results.write_summary(out, summary)
-        results.plot_curves(out, metrics["episode_return"], cfg.batch_size, members.groups(), f"PPO on {cfg.env}")
+        results.plot_curves(out, metrics["episode_return"], cfg.batch_size, members.groups(), f"{registry.get(spec.algo).title} on {cfg.env}")
     return summary
 
 
 def _diverged(members: Members, metrics, params) -> list[str]:
-    """Members whose losses or final parameters are not finite (a diverged run still "finishes")."""
-    losses = np.stack([metrics[name] for name in ("policy_loss", "value_loss")])  # [2, updates, members]
-    bad = ~np.isfinite(losses).all(axis=(0, 1))
+    """Members whose final parameters are not finite, or whose loss turned non-finite after being finite
+    (a loss may be NaN before learning starts, as DQN's is until its buffer fills): a diverged run still
+    "finishes", so it must be said."""
+    losses = np.stack([values for name, values in metrics.items() if name.endswith("loss")])  # [k, updates, members]
+    finite = np.isfinite(losses)
+    bad = (~finite & np.maximum.accumulate(finite, axis=1)).any(axis=(0, 1))
     for leaf in jax.tree.leaves(params):
         bad |= ~np.isfinite(np.asarray(leaf).reshape(len(members), -1)).all(axis=1)
     return [members.label(i) for i in np.flatnonzero(bad)]

@@ -72,16 +72,17 @@ def make_members(seeds: list[int], base: HyperParams, grid: dict[str, list[float
     if any(s < 0 for s in seeds):
         raise ConfigError(f"seeds must be non-negative, got {min(seeds)}")
     grid = {k: list(v) for k, v in (grid or {}).items() if len(v) > 1}
+    fields = type(base)._fields  # PPO's HyperParams or another algorithm's
     for name in grid:
-        if name not in HyperParams._fields:
-            raise ConfigError(f"cannot sweep '{name}'; sweepable: {', '.join(HyperParams._fields)}")
+        if name not in fields:
+            raise ConfigError(f"cannot sweep '{name}'; sweepable: {', '.join(fields)}")
     rows, member_seeds = [], []
     for values in itertools.product(*grid.values()):
         setting = base._replace(**dict(zip(grid, values)))
         for seed in seeds:
             rows.append(setting)
             member_seeds.append(seed)
-    hyperparams = HyperParams(*(np.asarray(column, np.float32) for column in zip(*rows)))
+    hyperparams = type(base)(*(np.asarray(column, np.float32) for column in zip(*rows)))
     hyperparams.validate()
     return Members(tuple(member_seeds), hyperparams, tuple(grid))
 

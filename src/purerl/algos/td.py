@@ -1,0 +1,114 @@
+"""Pieces shared by the value-based learners (DQN, PQN): exploration, TD targets, TD losses.
+
+Targets take `terminated` and `done` apart, as PPO's GAE does: the next state's
+value is dropped only after a real termination, so a time-limit truncation
+bootstraps from the episode's final observation; any ended episode stops a
+multi-step (lambda) return from reaching into the next episode.
+
+A TD loss is a hook `td_loss(q, target, meta_params, hp) -> per-sample loss`,
+the value-based counterpart of PPO's `value_loss`: meta-evolution can replace it
+with a learned function of (q - target) the way it learns PPO's value loss.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from purerl import envs
+from purerl.algos.loop import UpdateLoop
+from purerl.config import ConfigError
+from purerl.qnets import QNetwork
+
+
+def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> jax.Array:
+    """argmax of `q_values` [..., actions], replaced by a uniform action with probability `epsilon`."""
+    explore_key, action_key = jax.random.split(key)
+    greedy = jnp.argmax(q_values, axis=-1)
+    random = jax.random.randint(action_key, greedy.shape, 0, q_values.shape[-1])
+    return jnp.where(jax.random.uniform(explore_key, greedy.shape) < epsilon, random, greedy)
+
+
+def linear_decay(start, finish, progress) -> jax.Array:
+    """`start` moving linearly to `finish` as `progress` goes 0 -> 1, then `finish`."""
+    return start + (finish - start) * jnp.clip(progress, 0.0, 1.0)
+
+
+def one_step_targets(reward, terminated, next_q_online, next_q_target, gamma, double: bool) -> jax.Array:
+    """r + gamma * Q_target(s', a*) with a* = argmax of Q_target (DQN) or of Q_online (Double DQN)."""
+    chooser = next_q_online if double else next_q_target
+    best = jnp.argmax(chooser, axis=-1)
+    next_value = jnp.take_along_axis(next_q_target, best[..., None], axis=-1)[..., 0]
+    return reward + gamma * (1.0 - terminated.astype(jnp.float32)) * next_value
+
+
+def q_lambda_targets(rewards, next_values, terminated, done, gamma, td_lambda) -> jax.Array:
+    """Peng's Q(lambda) returns over a time-major rollout [T, ...] (PQN's targets).
+
+    G_t = r_t + gamma * (1 - terminated_t) * ((1 - lambda) * V_{t+1} + lambda * G_{t+1}),
+    where V_{t+1} = max_a Q(s_{t+1}, a) is `next_values[t]` (the final observation's
+    value when the episode ended), G_{t+1} is replaced by V_{t+1} after the last step
+    and after a truncation (the next step belongs to another episode).
+    """
+    not_terminated = 1.0 - terminated.astype(jnp.float32)
+    lam = td_lambda * (1.0 - done.astype(jnp.float32))
+
+    def backward(next_return, step):
+        reward, next_value, alive, lam_t = step
+        value = reward + gamma * alive * ((1.0 - lam_t) * next_value + lam_t * next_return)
+        return value, value
+
+    _, returns = jax.lax.scan(backward, next_values[-1], (rewards, next_values, not_terminated, lam), reverse=True)
+    return returns
+
+
+def l2(q, target, meta_params, hp) -> jax.Array:
+    """0.5 (q - target)^2, the DQN/PQN loss."""
+    return 0.5 * jnp.square(q - target)
+
+
+def huber(q, target, meta_params, hp) -> jax.Array:
+    """Huber loss with threshold 1 (Mnih et al. 2015's error clipping)."""
+    error = jnp.abs(q - target)
+    return jnp.where(error < 1.0, 0.5 * error**2, error - 0.5)
+
+
+TD_LOSSES = {"l2": l2, "huber": huber}
+
+
+def episode_row(episode_done, episode_return, episode_length) -> dict[str, jax.Array]:
+    """Mean return and length of the episodes that ended in an update (NaN if none), and how many ended."""
+    ended = episode_done.astype(jnp.float32)
+    episodes = ended.sum()
+
+    def mean_over_ended(x):
+        return jnp.where(episodes > 0, (x * ended).sum() / jnp.maximum(episodes, 1.0), jnp.nan)
+
+    return {
+        "episode_return": mean_over_ended(episode_return),
+        "episode_length": mean_over_ended(episode_length.astype(jnp.float32)),
+        "episodes": episodes,
+    }
+
+
+class QLearner(UpdateLoop):
+    """What DQN and PQN share: a discrete-action env, a Q-network, the TD-loss hook, greedy acting.
+
+    Built once per static config; calling it (`UpdateLoop`) runs a whole training run.
+    """
+
+    layer_norm = False  # PQN's Q-network normalises every hidden layer
+
+    def __init__(self, config, env: envs.Env | None = None, td_loss=l2):
+        config.validate()
+        self.config = config
+        self.env = env if env is not None else envs.make(config.env)
+        if not self.env.action_space.discrete:
+            raise ConfigError(f"{type(self).__name__} needs discrete actions; {config.env} has continuous ones")
+        self.td_loss = td_loss
+        self.network = QNetwork(self.env.action_space.num_actions, tuple(config.hidden_sizes), config.activation,
+                                layer_norm=self.layer_norm)
+
+    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
+        """The greedy action (a value-based policy evaluates greedily; `key` is accepted and unused)."""
+        return jnp.argmax(self.network.apply(params, raw_obs), axis=-1)

@@ -1,0 +1,66 @@
+"""DQN and PQN through the shared layers: many seeds in one program, chunked checkpoints that resume
+bit-for-bit, the run directory, and the CLI."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from purerl import experiment
+from purerl.algos.dqn import DQNConfig, DQNHyperParams
+from purerl.algos.pqn import PQNConfig, PQNHyperParams
+from purerl.cli import main
+
+TINY = {
+    "dqn": (DQNConfig(num_envs=4, num_steps=8, total_timesteps=4 * 8 * 6, buffer_size=64, buffer_batch_size=16,
+                      learning_starts=32, train_interval=4, target_update_interval=32, epsilon_anneal_time=100,
+                      hidden_sizes=(16,)), DQNHyperParams()),
+    "pqn": (PQNConfig(num_envs=4, num_steps=8, total_timesteps=4 * 8 * 6, update_epochs=2, num_minibatches=2,
+                      hidden_sizes=(16,)), PQNHyperParams()),
+}
+
+
+@pytest.mark.parametrize("algo", ["dqn", "pqn"])
+def test_resume_after_interruption_equals_uninterrupted_run_over_three_seeds(algo, tmp_path):
+    config, hp = TINY[algo]
+    spec = experiment.TrainSpec(config=config, hyperparams=hp, seeds=[0, 1, 2], algo=algo)
+    full = experiment.run(spec, tmp_path / "full", progress=False, chunk_updates=2)
+    assert experiment.run(spec, tmp_path / "cut", progress=False, chunk_updates=2, stop_after_chunks=1) is None
+    resumed = experiment.run(spec, tmp_path / "cut", resume=True, progress=False, chunk_updates=2)
+    assert resumed["resumed_from_update"] == 2
+    assert resumed["final_return_by_member"] == full["final_return_by_member"]
+    assert (tmp_path / "cut" / "metrics.csv").read_text() == (tmp_path / "full" / "metrics.csv").read_text()
+    assert len(set(full["final_return_by_member"].values())) == 3  # three seeds, three different runs
+    saved = json.loads((tmp_path / "full" / "config.json").read_text())
+    assert saved["algo"] == algo and experiment.TrainSpec.from_json(saved) == spec
+
+
+@pytest.mark.slow  # two more compiles; the fast resume test already runs three seeds in one program
+@pytest.mark.parametrize("algo", ["dqn", "pqn"])
+def test_seed_alone_equals_seed_inside_a_batch(algo):
+    config, hp = TINY[algo]
+    train = experiment.TrainSpec(config=config, hyperparams=hp, algo=algo).build()
+    hp = hp.as_arrays()
+    keys = jax.vmap(jax.random.PRNGKey)(np.arange(3, dtype=np.uint32))
+    batch = jax.jit(jax.vmap(train, in_axes=(0, None)))(keys, hp).metrics
+    alone = jax.jit(train)(keys[1], hp).metrics
+    for name in alone:
+        np.testing.assert_allclose(batch[name][1], alone[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--algo", "dqn", "--clip-eps", "0.1"], "--clip-eps does not apply to --algo dqn"),
+    (["--algo", "pqn", "--buffer-size", "100"], "--buffer-size does not apply to --algo pqn"),
+    (["--algo", "dqn", "--network", "gru"], "--network gru is not available for --algo dqn"),
+    (["--algo", "pqn", "--preset", "memory"], "--preset memory is not a preset of --algo pqn"),
+    (["--algo", "dqn", "--objective", "dpo"], "--objective (and the value loss) belong to --algo ppo"),
+    (["--algo", "dqn", "--train-interval", "15"], "train-interval=15 must be a multiple of num-envs=10"),
+    (["--algo", "pqn", "--env", "Pendulum-v1"], "preset 'classic' is for discrete actions"),
+])
+def test_bad_algorithm_flags_are_one_line_and_exit_2(argv, message, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", *argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert not out.exists()
