@@ -373,7 +373,8 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     out = args.out or _default_out(f"evolve-{args.task}")
     if args.memory_budget_mb is not None and args.memory_budget_mb <= 0:
         raise ConfigError(f"--memory-budget-mb must be positive, got {args.memory_budget_mb:g}")
-    budget = args.memory_budget_mb * 2**20 if args.memory_budget_mb else None
+    budget_mb = args.memory_budget_mb or getattr(study, "memory_budget_mb", lambda preset: None)(args.preset)
+    budget = budget_mb * 2**20 if budget_mb else None
     evolution = evolve.Evolution(task, es_config, memory_budget_bytes=budget)
     log = evolve.run(evolution, out, evolve.config_json(task, es_config, {"preset": args.preset}),
                      overwrite=args.overwrite, progress=not args.no_progress)
