@@ -10,6 +10,8 @@ that evolution never used, at the training budget, at longer budgets and on anot
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,7 +25,7 @@ from purerl.population import Placement, batched, make_members
 
 ENV = "CartPole-v1"
 # cpu: 1e5 steps per inner run (4 envs x 64 steps, 391 updates), where L2's mean return over training
-#      is about 300 of 500; population 32 x 4 rollouts x 40 generations is 1.6e9 env steps per ES seed,
+#      is about 300 of 500; population 32 x 4 rollouts x 40 generations is 5.1e8 env steps per ES seed,
 #      about 25 minutes on 2 quiet cores (~350k steps/s), so 3 ES seeds fit about 90 minutes.
 # paper: the published scale (population 512, 1024 generations) at the PureJaxRL CartPole defaults
 #      (4 envs x 128 steps, 5e5 steps), for one GPU; candidates are evaluated in chunks that fit
@@ -87,9 +89,8 @@ def memory_budget_mb(preset: str) -> float | None:
 
 
 # ------------------------------------------------------------ held-out evaluation
-def transfer_settings(preset: str = "cpu") -> dict[str, dict]:
+def transfer_settings(budget: int) -> dict[str, dict]:
     """The training budget, 2x and 5x that budget, and Acrobot-v1 at the training budget."""
-    budget = inner_config(preset).total_timesteps
     return {
         "training_budget": dict(env=ENV, total_timesteps=budget),
         "2x_budget": dict(env=ENV, total_timesteps=2 * budget),
@@ -98,14 +99,20 @@ def transfer_settings(preset: str = "cpu") -> dict[str, dict]:
     }
 
 
+@functools.lru_cache(maxsize=None)
+def _returns_program(value_loss, config: PPOConfig, num_seeds: int):
+    """One compiled program per (loss, config, seeds): every learned candidate reuses the learned loss's."""
+    train = make_train(config, value_loss=value_loss)
+    placement = Placement.for_members(num_seeds)
+    return placement, batched(lambda key, hp, meta: train(key, hp, meta).metrics["episode_return"], placement,
+                              num_shared_args=1, num_member_args=2)
+
+
 def train_returns(value_loss, meta_params, config: PPOConfig, seeds: list[int]) -> np.ndarray:
     """Episode return per update of PPO with `value_loss` on each seed: [updates, seeds] (NaN: none ended)."""
     envs.check_name(config.env)
-    train = make_train(config, value_loss=value_loss)
     members = make_members(seeds, HyperParams())
-    placement = Placement.for_members(len(seeds))
-    run = batched(lambda key, hp, meta: train(key, hp, meta).metrics["episode_return"], placement,
-                  num_shared_args=1, num_member_args=2)
+    placement, run = _returns_program(value_loss, config, len(seeds))
     returns = run(placement.put(members.keys()), placement.put(members.hyperparams.as_arrays()), meta_params)
     return placement.get(returns, len(seeds)).T
 
@@ -119,20 +126,22 @@ def fitness_per_seed(returns: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def held_out(candidates: dict[str, object], settings: dict[str, dict], seeds_by_setting: dict[str, int],
-             preset: str = "cpu", on_result=None) -> dict:
+             preset: str = "cpu", on_result=None) -> tuple[dict, dict]:
     """Every candidate (name -> learned meta-params) and both baselines on fresh seeds, per setting.
 
-    Returns {setting: {name: {"auc": summary, "final": summary, "auc_per_seed": [...]}}}.
+    Returns ({setting: {name: {"auc": summary, "final": summary, "auc_per_seed": [...]}}},
+    {setting: {name: episode returns [updates, seeds]}}).
     """
-    out = {}
+    out, curves = {}, {}
     for setting, spec in settings.items():
         config = inner_config(preset, env=spec["env"], total_timesteps=spec["total_timesteps"])
         seeds = list(range(HELD_OUT_SEED_START, HELD_OUT_SEED_START + seeds_by_setting[setting]))
         losses = {name: (learned_value_loss, params) for name, params in candidates.items()}
         losses |= {name: (loss, None) for name, loss in BASELINES.items()}
-        out[setting] = {}
+        out[setting], curves[setting] = {}, {}
         for name, (loss, params) in losses.items():
-            per_seed = fitness_per_seed(train_returns(loss, params, config, seeds))
+            curves[setting][name] = train_returns(loss, params, config, seeds)
+            per_seed = fitness_per_seed(curves[setting][name])
             out[setting][name] = {
                 "auc": stats.summarize(per_seed["auc"]),
                 "final": stats.summarize(per_seed["final"]),
@@ -141,8 +150,9 @@ def held_out(candidates: dict[str, object], settings: dict[str, dict], seeds_by_
             if on_result:
                 on_result(setting, name, out[setting][name])
         out[setting]["config"] = {"env": config.env, "total_timesteps": config.total_timesteps,
-                                  "num_envs": config.num_envs, "num_steps": config.num_steps, "seeds": seeds}
-    return out
+                                  "num_envs": config.num_envs, "num_steps": config.num_steps,
+                                  "seeds": [seeds[0], seeds[-1]]}
+    return out, curves
 
 
 def verdict(learned: dict, baseline: dict) -> str:
@@ -153,10 +163,3 @@ def verdict(learned: dict, baseline: dict) -> str:
         return "worse"
     return "not distinguishable"
 
-
-def log_weight_grid(meta_params, errors: jax.Array, targets: jax.Array) -> jax.Array:
-    """g(v, t) on a grid [targets, errors] with v = t + error."""
-    from purerl.algos.objectives import learned_log_weight
-
-    t, e = jnp.meshgrid(targets, errors, indexing="ij")
-    return learned_log_weight(meta_params, t + e, t)
