@@ -119,8 +119,7 @@ def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfe
     shape = value_loss_shape.shape_numbers(chosen)
     config = value_loss.inner_config(preset, total_timesteps=budget)
     dynamics = value_loss_shape.critic_dynamics(
-        {"learned": (learned_value_loss, chosen), "l2": (l2, None), "clipped_l2": (clipped_l2, None),
-         "learned_scale_only": (learned_value_loss, candidates["learned_scale_only"])},
+        {"learned": (learned_value_loss, chosen), "l2": (l2, None), "clipped_l2": (clipped_l2, None)},
         config, list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + DYNAMICS_SEEDS)))
     record = build_record(held, summaries, selected, shape, dynamics, preset, evolutions[selected]["config"])
     from purerl.studies import value_loss_plots
