@@ -93,9 +93,9 @@ def transfer_settings(budget: int) -> dict[str, dict]:
     """The training budget, 2x and 5x that budget, and Acrobot-v1 at the training budget."""
     return {
         "training_budget": dict(env=ENV, total_timesteps=budget),
+        "acrobot": dict(env="Acrobot-v1", total_timesteps=budget),
         "2x_budget": dict(env=ENV, total_timesteps=2 * budget),
         "5x_budget": dict(env=ENV, total_timesteps=5 * budget),
-        "acrobot": dict(env="Acrobot-v1", total_timesteps=budget),
     }
 
 

@@ -49,30 +49,36 @@ def _interpretation(record: dict) -> str:
     from purerl.studies.value_loss import verdict
 
     scale_verdict = verdict(learned, scale)
-    end = {name: dyn[name]["probes"][-1] for name in ("learned", "l2", "clipped_l2")}
     success = held["verdict_vs_l2"] == "better" and held["verdict_vs_clipped_l2"] == "better"
+    symmetric = 0.9 < ratio10 < 1.1
     text = [
         ("**The success criterion is met**: " if success else "**The success criterion is not met**: ")
         + f"at the training budget the learned loss's IQM {_ci(learned)} "
         + ("lies entirely above" if success else "does not lie entirely above")
         + f" both L2 {_ci(held['l2'])} and clipped L2 {_ci(held['clipped_l2'])}.",
         f"What evolution changed: at v = t the learned loss weighs the squared error by exp(g) = "
-        f"{min(weights):.2f} to {max(weights):.2f} of L2 (over targets {', '.join(shape['weight_at_zero'])}), so the "
-        f"critic's share of the clipped global gradient norm shrinks; it is asymmetric, an over-estimate by 10 costs "
-        f"{ratio10:.2f}x an under-estimate by 10 ({ratio30:.2f}x at 30), and it is "
+        f"{min(weights):.2f} to {max(weights):.2f} of L2 (over targets {', '.join(shape['weight_at_zero'])}); "
+        + ("it is nearly symmetric" if symmetric else "it is asymmetric")
+        + f": an over-estimate by 10 costs {ratio10:.2f}x an under-estimate by 10 ({ratio30:.2f}x at 30); and it is "
         + ("convex on errors in [-30, 30]." if shape["convex"] else
-           f"not convex: up to {100 * frac:.0f}% of errors in [-30, 30] have negative curvature (a target's "
-           f"range: {shape['nonconvex_errors']})."),
+           f"not convex: up to {100 * frac:.0f}% of errors in [-30, 30] have negative curvature (per target: "
+           f"{shape['nonconvex_errors']})."),
         f"Keeping only the learned scale at v = t and dropping the shape (`learned_scale_only`) gives {_ci(scale)}, "
         + {"better": "below the full learned loss: the shape adds to the scale.",
            "worse": "above the full learned loss: the shape costs return.",
-           "not distinguishable": "not distinguishable from the full learned loss at this budget: most of what "
-           "the agent gains (if anything) is the overall down-weighting, which a smaller vf_coef would also give."}[scale_verdict],
-        f"The critic it trains fits less tightly: after training, mean |v - t| on a fresh rollout is "
-        f"{end['learned']['abs_error']:.2f} (learned) vs {end['l2']['abs_error']:.2f} (L2) and "
-        f"{end['clipped_l2']['abs_error']:.2f} (clipped L2), with mean v - t of {end['learned']['bias']:+.2f}, "
-        f"{end['l2']['bias']:+.2f} and {end['clipped_l2']['bias']:+.2f}.",
+           "not distinguishable": "not distinguishable from the full learned loss at this budget, so the shape's own "
+           "contribution is not resolved here."}[scale_verdict],
     ]
+    if dyn is not None:
+        end = {name: dyn[name]["probes"][-1] for name in ("learned", "l2", "clipped_l2")}
+        tighter = "less" if end["learned"]["abs_error"] > end["l2"]["abs_error"] else "more"
+        text.append(
+            f"Critic ({len(dyn['seeds'])} held-out seeds): after training, mean |v - t| on a fresh rollout is "
+            f"{end['learned']['abs_error']:.2f} (learned, {tighter} tightly than L2) vs {end['l2']['abs_error']:.2f} (L2) "
+            f"and {end['clipped_l2']['abs_error']:.2f} (clipped L2); mean v - t is {end['learned']['bias']:+.2f}, "
+            f"{end['l2']['bias']:+.2f} and {end['clipped_l2']['bias']:+.2f}.")
+    else:
+        text.append("The critic-dynamics stage did not run (the run was cut off before it).")
     return " ".join(text)
 
 
@@ -114,8 +120,7 @@ def render(record: dict, artefacts: str) -> str:
         "",
         f"![loss]({artefacts}/loss.png)",
         "",
-        f"![critic]({artefacts}/critic.png)",
-        "",
+        *([f"![critic]({artefacts}/critic.png)", ""] if record["critic_dynamics"] else []),
         f"![returns]({artefacts}/returns.png)",
         "",
         "Shape numbers (`shape` in value_loss.json): over/under-estimation loss ratio L(t+m)/L(t-m) at m = "

@@ -111,30 +111,42 @@ def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfe
     candidates = {"learned": chosen, "learned_scale_only": constant_weight_params(chosen)}
     candidates |= {name: e["params"] for name, e in evolutions.items() if name != selected}
     budget = int(evolutions[selected]["config"]["task_info"]["total_timesteps"])
-    settings = value_loss.transfer_settings(budget)
-    counts = {name: seeds if name == "training_budget" else (transfer_seeds or seeds) for name in settings}
-    held, curves = value_loss.held_out(candidates, settings, counts, preset,
-                                       on_result=lambda s, n, r: print(f"{s:16s} {n:20s} IQM {r['auc']['iqm']:.1f} "
-                                                                       f"[{r['auc']['ci95_low']:.1f}, {r['auc']['ci95_high']:.1f}]", flush=True))
-    shape = value_loss_shape.shape_numbers(chosen)
     config = value_loss.inner_config(preset, total_timesteps=budget)
+    shape = value_loss_shape.shape_numbers(chosen)
+    from purerl.studies import value_loss_markdown, value_loss_plots
+
+    value_loss_plots.loss_figure(chosen, artefacts / "loss.png")
+
+    def write(held, dynamics):
+        """The record so far: each stage is written as soon as it is done, so a cut-off run still leaves
+        a consistent document of what it measured (the missing stages are listed in it)."""
+        record = build_record(held, summaries, selected, shape, dynamics, preset, evolutions[selected]["config"])
+        record["provenance"] = provenance(command, time.perf_counter() - tick)
+        results.write_atomic(report.with_suffix(".json"), json.dumps(results.json_safe(record), indent=2))
+        results.write_atomic(report, value_loss_markdown.render(record, artefacts.name))
+        return record
+
+    settings = value_loss.transfer_settings(budget)  # training budget first: the success criterion
+    held = {}
+    for name, spec in settings.items():
+        count = seeds if name == "training_budget" else (transfer_seeds or seeds)
+        part, curves = value_loss.held_out(candidates, {name: spec}, {name: count}, preset, on_result=_print_result)
+        held |= part
+        if name == "training_budget":
+            results.plot_labelled_curves(artefacts, {n: curves[name][n] for n in ("learned", "l2", "clipped_l2")},
+                                         config.batch_size, f"{value_loss.ENV}: held-out seeds at the training budget",
+                                         filename="returns.png")
+        write(held, None)
     dynamics = value_loss_shape.critic_dynamics(
         {"learned": (learned_value_loss, chosen), "l2": (l2, None), "clipped_l2": (clipped_l2, None)},
         config, list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + DYNAMICS_SEEDS)))
-    record = build_record(held, summaries, selected, shape, dynamics, preset, evolutions[selected]["config"])
-    from purerl.studies import value_loss_plots
-
-    value_loss_plots.loss_figure(chosen, artefacts / "loss.png")
     value_loss_plots.dynamics_figure(dynamics, artefacts / "critic.png")
-    results.plot_labelled_curves(artefacts, {n: curves["training_budget"][n] for n in ("learned", "l2", "clipped_l2")},
-                                 config.batch_size, f"{value_loss.ENV}: held-out seeds at the training budget",
-                                 filename="returns.png")
-    record["provenance"] = provenance(command, time.perf_counter() - tick)
-    results.write_atomic(report.with_suffix(".json"), json.dumps(results.json_safe(record), indent=2))
-    from purerl.studies import value_loss_markdown
+    return write(held, dynamics)
 
-    results.write_atomic(report, value_loss_markdown.render(record, artefacts.name))
-    return record
+
+def _print_result(setting: str, name: str, result: dict) -> None:
+    s = result["auc"]
+    print(f"{setting:16s} {name:20s} IQM {s['iqm']:.1f} [{s['ci95_low']:.1f}, {s['ci95_high']:.1f}] n={s['n']}", flush=True)
 
 
 def build_record(held: dict, summaries: dict, selected: str, shape: dict, dynamics: dict, preset: str,
