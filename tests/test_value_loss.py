@@ -12,6 +12,7 @@ import pytest
 
 from purerl.algos.objectives import l2, learned_log_weight, learned_value_loss
 from purerl.cli import main
+from purerl.config import PPOConfig
 from purerl.studies import value_loss, value_loss_shape
 
 
@@ -43,6 +44,7 @@ def test_shape_numbers_read_l2_as_symmetric_convex_and_see_a_tilt():
     assert not steep["convex"] and steep["nonconvex_errors"]["50"][0] > 0
 
 
+@pytest.mark.slow
 def test_analyze_writes_held_out_record_from_evolve_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(value_loss.PRESETS["cpu"], "inner", dict(num_envs=4, num_steps=64, total_timesteps=1024))
     monkeypatch.setattr("purerl.studies.value_loss_report.DYNAMICS_SEEDS", 2)
@@ -78,3 +80,10 @@ def test_analyze_rejects_too_few_seeds_before_any_work(tmp_path, capsys):
     assert main(["analyze", "value-loss", str(tmp_path), "--seeds", "4", "--report", str(tmp_path / "r.md")]) == 2
     assert "at least 10" in capsys.readouterr().err
     assert not (tmp_path / "r.md").exists()
+
+
+def test_paper_preset_is_the_published_scale_with_a_memory_budget():
+    es = value_loss.es_config("paper")
+    assert (es.population_size, es.generations) == (512, 1024)
+    assert value_loss.inner_config("paper") == PPOConfig()  # PureJaxRL CartPole: 4 envs x 128 steps, 5e5 steps
+    assert value_loss.memory_budget_mb("paper") > 0 and value_loss.memory_budget_mb("cpu") is None
