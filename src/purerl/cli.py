@@ -158,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="value-loss: markdown written here, with .json and a folder of plots and params beside it")
     analyze.add_argument("--seeds", type=_int, default=64, help="value-loss: held-out seeds at the training budget")
     analyze.add_argument("--transfer-seeds", type=_int, help="value-loss: held-out seeds per transfer setting (default --seeds)")
+    analyze.add_argument("--stages", help="value-loss: comma-separated stages to measure (default all: training_budget, "
+                         "acrobot, 2x_budget, 5x_budget, critic); the others are kept from the report's JSON")
 
     evaluate = sub.add_parser("eval", help="evaluate the greedy policy of a run")
     evaluate.add_argument("run_dir", type=Path)
@@ -457,14 +459,20 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     for flag, value in (("--seeds", args.seeds), ("--transfer-seeds", args.transfer_seeds)):
         if value is not None and value < 10:
             raise ConfigError(f"{flag} must be at least 10 (a 95% CI needs 10 seeds), got {value}")
+    stages = tuple(value_loss_report.STAGES if args.stages is None else [s for s in args.stages.split(",") if s])
+    unknown = [s for s in stages if s not in value_loss_report.STAGES]
+    if unknown or not stages:
+        raise ConfigError(f"unknown stage '{unknown[0] if unknown else args.stages}'; choose from "
+                          f"{', '.join(value_loss_report.STAGES)}")
     command = "purerl analyze value-loss " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["analyze", "value-loss"] else None
     record = value_loss_report.analyze(sources, args.report, args.seeds, command or "purerl analyze value-loss",
-                                       args.transfer_seeds)
+                                       args.transfer_seeds, stages)
     shape = record["shape"]
     print(f"learned loss: over/under-estimation loss ratio {shape['over_under_ratio']}, convex={shape['convex']} "
           f"(non-convex share per target {shape['nonconvex_fraction']}), weight at v=t {shape['weight_at_zero']}")
     held = record["held_out"]
-    print(f"held-out, training budget: learned {held['verdict_vs_l2']} vs L2, {held['verdict_vs_clipped_l2']} vs clipped L2")
+    if "verdict_vs_l2" in held:
+        print(f"held-out, training budget: learned {held['verdict_vs_l2']} vs L2, {held['verdict_vs_clipped_l2']} vs clipped L2")
     print(f"report: {args.report}")
     return 0
 

@@ -11,20 +11,37 @@ def _ci(s: dict) -> str:
     return f"{s['iqm']:.1f} [{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]"
 
 
+def _cell(rows: dict, name: str, metric: str) -> str:
+    return _ci(rows[name][metric]) if name in rows else "-"
+
+
 def _held_out_table(record: dict) -> list[str]:
     candidates = record["all_candidates"]
-    names = list(next(iter(candidates.values())).keys() - {"config"})
+    names = set().union(*(rows.keys() for rows in candidates.values())) - {"config"}
     order = ["learned", "l2", "clipped_l2", "learned_scale_only"] + sorted(n for n in names if n.startswith("es_seed"))
     lines = ["| setting | steps | n | " + " | ".join(order) + " |", "|---" * (len(order) + 3) + "|"]
     for setting, rows in candidates.items():
         config = rows["config"]
-        n = rows["learned"]["auc"]["n"]
-        lines.append(f"| {SETTING_TITLES.get(setting, setting)} | {config['total_timesteps']:,} | {n} | "
-                     + " | ".join(_ci(rows[name]["auc"]) for name in order) + " |")
+        lines.append(f"| {SETTING_TITLES.get(setting, setting)} | {config['total_timesteps']:,} | "
+                     f"{rows['learned']['auc']['n']} | " + " | ".join(_cell(rows, n, "auc") for n in order) + " |")
     final = ["| setting | " + " | ".join(order) + " |", "|---" * (len(order) + 1) + "|"]
     for setting, rows in candidates.items():
-        final.append(f"| {SETTING_TITLES.get(setting, setting)} | " + " | ".join(_ci(rows[name]["final"]) for name in order) + " |")
+        final.append(f"| {SETTING_TITLES.get(setting, setting)} | " + " | ".join(_cell(rows, n, "final") for n in order) + " |")
     return lines + ["", "Final return (mean of the last 10 updates), same runs:", ""] + final
+
+
+def _stages(record: dict) -> list[str]:
+    """Where and by which command each stage was measured (stages may run apart, on different machines)."""
+    lines = []
+    measured = {setting: rows["config"].get("measured") for setting, rows in record["all_candidates"].items()}
+    if record["critic_dynamics"]:
+        measured["critic"] = record["critic_dynamics"].get("measured")
+    for stage, m in measured.items():
+        if m:
+            lines.append(f"- `{stage}`: `{m['command']}` at `{m['commit']}` on {m['machine']} (jax {m['jax']}), {m['date']}.")
+    if record["not_measured"]:
+        lines.append(f"- **Not measured**: {', '.join(record['not_measured'])}.")
+    return lines
 
 
 def _verdicts(record: dict) -> list[str]:
@@ -104,11 +121,15 @@ def render(record: dict, artefacts: str) -> str:
         f"- **Loss**: {task['value_loss']}.",
         f"- **Learned** = the ES mean of `{evo['selected']}` ({evo['selection']}); the other ES seeds' means are "
         f"evaluated too. Meta-parameters: `{artefacts}/learned_meta_params.msgpack` and `{artefacts}/es_seed*/`.",
-        f"- **Held-out seeds**: PRNGKey({held['config']['seeds'][0]}) to PRNGKey({held['config']['seeds'][1]}) "
-        "(never used by evolution), the same seeds for every loss.",
+        f"- **Held-out seeds**: the first n of PRNGKey({held['config']['seeds'][0]}), PRNGKey({held['config']['seeds'][0] + 1}), "
+        "... (n per setting in the table; never used by evolution), the same seeds for every loss.",
         f"- **Statistic**: {record['fitness_metric']}. A verdict only where the CIs do not overlap.",
         "",
         "## Held-out evaluation (mean return over training: IQM [95% CI])",
+        "",
+        "Measured in stages:",
+        "",
+        *_stages(record),
         "",
         *_held_out_table(record),
         "",

@@ -59,7 +59,7 @@ def dynamics_figure(dynamics: dict, path: Path) -> Path:
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     bins = np.asarray(dynamics["histogram_bins"])
-    names = [k for k in dynamics if k not in ("histogram_bins", "seeds")]
+    names = [k for k in dynamics if k not in ("histogram_bins", "seeds", "measured")]
     for name in names:
         rows = dynamics[name]["probes"]
         steps = [row["env_steps"] for row in rows]

@@ -88,7 +88,29 @@ def provenance(command: str, wall_s: float) -> dict:
             "jax": jax.__version__}
 
 
-def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfer_seeds: int | None = None) -> dict:
+STAGES = ("training_budget", "acrobot", "2x_budget", "5x_budget", "critic")
+MAIN = ("learned", "l2", "clipped_l2")
+
+
+def previous_stages(report: Path, selected: str, stages: tuple[str, ...]) -> tuple[dict, dict | None]:
+    """Held-out settings and critic dynamics already in `report`'s JSON for the same learned loss, minus
+    the stages to measure again: so stages can be measured apart (on different machines), each with
+    its own provenance."""
+    path = report.with_suffix(".json")
+    if not path.is_file():
+        return {}, None
+    record = json.loads(path.read_text())
+    if record.get("evolution", {}).get("selected") != selected:
+        return {}, None
+    held = {k: v for k, v in record.get("all_candidates", {}).items() if k not in stages}
+    dynamics = None if "critic" in stages else record.get("critic_dynamics")
+    for stage in [rows["config"] for rows in held.values()] + ([dynamics] if dynamics else []):
+        stage.setdefault("measured", record.get("provenance"))  # a record from one run: its own provenance
+    return held, dynamics
+
+
+def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfer_seeds: int | None = None,
+            stages: tuple[str, ...] = STAGES) -> dict:
     tick = time.perf_counter()
     evolutions = {}
     for source in sources:
@@ -116,8 +138,9 @@ def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfe
     from purerl.studies import value_loss_markdown, value_loss_plots
 
     value_loss_plots.loss_figure(chosen, artefacts / "loss.png")
+    held, dynamics = previous_stages(report, selected, stages)
 
-    def write(held, dynamics):
+    def write():
         """The record so far: each stage is written as soon as it is done, so a cut-off run still leaves
         a consistent document of what it measured (the missing stages are listed in it)."""
         record = build_record(held, summaries, selected, shape, dynamics, preset, evolutions[selected]["config"])
@@ -126,22 +149,27 @@ def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfe
         results.write_atomic(report, value_loss_markdown.render(record, artefacts.name))
         return record
 
-    settings = value_loss.transfer_settings(budget)  # training budget first: the success criterion
-    held = {}
-    for name, spec in settings.items():
+    # Every ES seed's mean and the scale-only ablation at the training budget; the transfers compare the
+    # selected loss with the baselines.
+    for name, spec in value_loss.transfer_settings(budget).items():
+        if name not in stages:
+            continue
         count = seeds if name == "training_budget" else (transfer_seeds or seeds)
-        part, curves = value_loss.held_out(candidates, {name: spec}, {name: count}, preset, on_result=_print_result)
+        evaluated = candidates if name == "training_budget" else {"learned": chosen}
+        part, curves = value_loss.held_out(evaluated, {name: spec}, {name: count}, preset, on_result=_print_result)
+        part[name]["config"]["measured"] = provenance(command, time.perf_counter() - tick)
         held |= part
         if name == "training_budget":
-            results.plot_labelled_curves(artefacts, {n: curves[name][n] for n in ("learned", "l2", "clipped_l2")},
-                                         config.batch_size, f"{value_loss.ENV}: held-out seeds at the training budget",
-                                         filename="returns.png")
-        write(held, None)
-    dynamics = value_loss_shape.critic_dynamics(
-        {"learned": (learned_value_loss, chosen), "l2": (l2, None), "clipped_l2": (clipped_l2, None)},
-        config, list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + DYNAMICS_SEEDS)))
-    value_loss_plots.dynamics_figure(dynamics, artefacts / "critic.png")
-    return write(held, dynamics)
+            results.plot_labelled_curves(artefacts, {n: curves[name][n] for n in MAIN}, config.batch_size,
+                                         f"{value_loss.ENV}: held-out seeds at the training budget", filename="returns.png")
+        write()
+    if "critic" in stages:
+        dynamics = value_loss_shape.critic_dynamics(
+            {"learned": (learned_value_loss, chosen), "l2": (l2, None), "clipped_l2": (clipped_l2, None)},
+            config, list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + DYNAMICS_SEEDS)))
+        dynamics["measured"] = provenance(command, time.perf_counter() - tick)
+        value_loss_plots.dynamics_figure(dynamics, artefacts / "critic.png")
+    return write()
 
 
 def _print_result(setting: str, name: str, result: dict) -> None:
@@ -162,8 +190,9 @@ def build_record(held: dict, summaries: dict, selected: str, shape: dict, dynami
         rows["config"] = held[setting]["config"]
         return rows
 
-    held_out = table("training_budget")
+    held_out = table("training_budget") if "training_budget" in held else {}
     held_out |= {setting: table(setting) for setting in held if setting != "training_budget"}
+    missing = [stage for stage in STAGES if stage not in held and (stage != "critic" or dynamics is None)]
     return {
         "fitness_metric": "per seed: mean episode return over all updates of training (the evolution's fitness, "
                           "'auc'); summaries are mean, IQM and a 95% percentile-bootstrap CI of the IQM over seeds",
@@ -174,4 +203,5 @@ def build_record(held: dict, summaries: dict, selected: str, shape: dict, dynami
         "all_candidates": held,
         "shape": shape,
         "critic_dynamics": dynamics,
+        "not_measured": missing,
     }
