@@ -163,8 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     analyze = sub.add_parser("analyze", help="look at what evolution discovered")
     analyze.add_argument("what", choices=["value-loss", "drift"])
-    analyze.add_argument("run_dir", help="value-loss: an evolve run; drift: ppo, dpo, or an LPO run/params path")
-    analyze.add_argument("--out", type=Path, help="where to write (default RUN/analysis)")
+    analyze.add_argument("run_dir", help="value-loss: comma-separated evolve runs (one per ES seed) or their "
+                         "committed copies; drift: ppo, dpo, or an LPO run/params path")
+    analyze.add_argument("--out", type=Path, help="drift: where to write (default RUN/analysis)")
+    analyze.add_argument("--report", type=Path,
+                         help="value-loss: markdown written here, with .json and a folder of plots and params beside it "
+                         "(default FIRST_RUN/analysis/value_loss.md; docs/results/value_loss.md regenerates the docs)")
+    analyze.add_argument("--seeds", type=_int, default=64, help="value-loss: held-out seeds at the training budget")
+    analyze.add_argument("--transfer-seeds", type=_int, help="value-loss: held-out seeds per transfer setting (default --seeds)")
+    analyze.add_argument("--stages", help="value-loss: comma-separated stages to measure (default all: training_budget, "
+                         "acrobot, 2x_budget, 5x_budget, critic); the others are kept from the report's JSON")
 
     add_results_parser(sub)
 
@@ -450,7 +458,8 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     out = args.out or _default_out(f"evolve-{args.task}")
     config_json = evolve.config_json(task, es_config, {"preset": args.preset})
     rundir.prepare(out, config_json, args.resume, args.overwrite)  # before the memory analysis compiles
-    budget = args.memory_budget_mb * 2**20 if args.memory_budget_mb else None
+    budget_mb = args.memory_budget_mb or getattr(study, "memory_budget_mb", lambda preset: None)(args.preset)
+    budget = budget_mb * 2**20 if budget_mb else None
     evolution = evolve.Evolution(task, es_config, memory_budget_bytes=budget)
     log = evolve.run(evolution, out, config_json, resume=args.resume, overwrite=args.overwrite,
                      progress=not args.no_progress)
@@ -464,7 +473,7 @@ def cmd_evolve(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from purerl.studies import lpo, value_loss
+    from purerl.studies import lpo
 
     if args.what == "drift":
         sources = ["ppo", "dpo"] + ([args.run_dir] if args.run_dir not in ("ppo", "dpo") else [])
@@ -478,20 +487,31 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                   f"r = {features['largest_difference_at']['r']:.2f}, A = {features['largest_difference_at']['A']:.2f}")
         print(f"plot: {report['plot']}")
         return 0
-    args.run_dir = Path(args.run_dir)
-    if not (args.run_dir / "config.json").exists():
-        raise ConfigError(f"{args.run_dir} is not a purerl run directory (no config.json)")
-    report = value_loss.analyze(args.run_dir, args.out)
-    shape = report["shape"]
-    print(f"learned loss: asymmetric={shape['asymmetric']} (asymmetry {shape['asymmetry']:.3f}), "
-          f"slope at 0 non-zero={shape['slope_at_zero_nonzero']} ({shape['slope_at_zero']:+.3f} of max), "
-          f"minimum at value - target = {shape['minimum_at_error']:+.2f}")
-    for name in ("learned", "l2"):
-        for metric in ("mean_return_over_training", "final_return"):
-            s = report[name][metric]
-            print(f"{name:8s} {metric:26s} IQM {s['iqm']:7.1f}  95% CI [{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]"
-                  f"  mean {s['mean']:.1f} over {s['n']} fresh seeds")
-    print(f"plots: {report['loss_plot']}, {report['curves_plot']}")
+    from purerl.studies import value_loss_report
+
+    sources = [Path(p) for p in args.run_dir.split(",") if p]
+    for source in sources:
+        if not (source / "config.json").is_file():
+            raise ConfigError(f"{source} is not a purerl run directory (no config.json)")
+    for flag, value in (("--seeds", args.seeds), ("--transfer-seeds", args.transfer_seeds)):
+        if value is not None and value < 10:
+            raise ConfigError(f"{flag} must be at least 10 (a 95% CI needs 10 seeds), got {value}")
+    stages = tuple(value_loss_report.STAGES if args.stages is None else [s for s in args.stages.split(",") if s])
+    unknown = [s for s in stages if s not in value_loss_report.STAGES]
+    if unknown or not stages:
+        raise ConfigError(f"unknown stage '{unknown[0] if unknown else args.stages}'; choose from "
+                          f"{', '.join(value_loss_report.STAGES)}")
+    args.report = args.report or sources[0] / "analysis" / "value_loss.md"
+    command = "purerl analyze value-loss " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["analyze", "value-loss"] else None
+    record = value_loss_report.analyze(sources, args.report, args.seeds, command or "purerl analyze value-loss",
+                                       args.transfer_seeds, stages)
+    shape = record["shape"]
+    print(f"learned loss: over/under-estimation loss ratio {shape['over_under_ratio']}, convex={shape['convex']} "
+          f"(non-convex share per target {shape['nonconvex_fraction']}), weight at v=t {shape['weight_at_zero']}")
+    held = record["held_out"]
+    if "verdict_vs_l2" in held:
+        print(f"held-out, training budget: learned {held['verdict_vs_l2']} vs L2, {held['verdict_vs_clipped_l2']} vs clipped L2")
+    print(f"report: {args.report}")
     return 0
 
 

@@ -12,11 +12,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from purerl.nets import MLP
-
-# The learned value loss of the meta-evolution demo: 64-64 tanh on one scalar.
-VALUE_LOSS_NET = MLP(hidden_sizes=(64, 64), activation="tanh", out_features=1, out_gain=1.0)
-
 
 # Mirror learning (Kuba et al. 2022) writes a policy update as maximising
 # E[r A - D(r, A)] with a drift D >= 0, D(1, A) = 0 and dD/dr(1, A) = 0.
@@ -94,10 +89,35 @@ def l2(value, old_value, target, meta_params, hp) -> jax.Array:
     return 0.5 * jnp.square(value - target)
 
 
+def value_loss_features(value, target) -> jax.Array:
+    """[asinh(value - target), asinh(target)] / 3: errors and returns from 0.1 to 100 on one O(1) scale."""
+    return jnp.arcsinh(jnp.stack([value - target, target], axis=-1)) / 3.0
+
+
+def learned_log_weight(meta_params, value, target) -> jax.Array:
+    """g(value, target) = out . tanh(W x + b) + c on the features x: the log of the loss's weight on L2."""
+    hidden = jnp.tanh(value_loss_features(value, target) @ meta_params["hidden"]["kernel"] + meta_params["hidden"]["bias"])
+    return (hidden @ meta_params["out"]["kernel"])[..., 0] + meta_params["out"]["bias"][0]
+
+
 def learned_value_loss(value, old_value, target, meta_params, hp) -> jax.Array:
-    """A meta-learned loss: an MLP on the scalar error (value - target); `meta_params` are its weights."""
+    """A meta-learned distance 0.5 (v - t)^2 exp(g(v, t)): >= 0, zero only at v = t, and exactly L2 where g = 0.
+
+    The net sees value and target (through the error and the target), so the loss may be asymmetric in
+    the error, non-convex, and may weigh errors differently at different returns.
+    """
     del old_value, hp
-    return VALUE_LOSS_NET.apply(meta_params, (value - target)[..., None])[..., 0]
+    return 0.5 * jnp.square(value - target) * jnp.exp(learned_log_weight(meta_params, value, target))
+
+
+def init_value_loss_params(key: jax.Array, hidden: int = 16) -> dict:
+    """Random tanh features (weights N(0, 1), biases U(-2, 2)) and a zero output layer: the search starts at L2."""
+    kernel_key, bias_key = jax.random.split(key)
+    return {
+        "hidden": {"kernel": jax.random.normal(kernel_key, (2, hidden)),
+                   "bias": jax.random.uniform(bias_key, (hidden,), minval=-2.0, maxval=2.0)},
+        "out": {"kernel": jnp.zeros((hidden, 1)), "bias": jnp.zeros((1,))},
+    }
 
 
 POLICY_OBJECTIVES = {"ppo": ppo_clip, "dpo": dpo, "lpo": lpo}

@@ -1,154 +1,165 @@
-"""Meta-learned value loss (the PureJaxRL meta-evolution demo), and its analysis.
+"""Meta-learned value loss (the PureJaxRL meta-evolution demo): the task and its held-out evaluation.
 
-An MLP (64-64 tanh) on the scalar error (value - target) replaces PPO's value
-loss on CartPole-v1 with rollouts of 64 steps. OpenES with centered-rank
-shaping maximises the mean return over training (area under the curve).
+OpenES evolves g in the distance 0.5 (v - t)^2 exp(g(v, t)) that replaces PPO's value loss on
+CartPole-v1 (see `objectives.learned_value_loss`). g's output layer starts at zero, so generation
+0 trains with exactly L2 and every candidate is a reweighting of L2 that is still zero only at
+v = t. The fitness is the mean return over training (area under the curve) at a budget where L2
+has not yet reached 500. `held_out` retrains the evolved loss, L2 and PPO's clipped L2 on seeds
+that evolution never used, at the training budget, at longer budgets and on another environment.
 """
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from purerl.algos.objectives import VALUE_LOSS_NET, learned_value_loss
+from purerl import envs, stats
+from purerl.algos.objectives import clipped_l2, init_value_loss_params, l2, learned_value_loss
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.evolve import ESConfig, MetaTask, train_fitness
+from purerl.population import Placement, batched, make_members
 
-# CPU: population 16 x 1 seed, 60 generations, 1e5 steps per inner run (10-20 min on 2 cores).
-# paper: population 128 x 2 seeds, 512 generations, 5e5 steps per inner run, for one GPU.
+ENV = "CartPole-v1"
+# cpu: 1e5 steps per inner run (4 envs x 64 steps, 391 updates), where L2's mean return over training
+#      is about 300 of 500; population 32 x 4 rollouts x 40 generations is 5.1e8 env steps per ES seed,
+#      about 25 minutes on 2 quiet cores (~350k steps/s), so 3 ES seeds fit about 90 minutes.
+# paper: the published scale (population 512, 1024 generations) at the PureJaxRL CartPole defaults
+#      (4 envs x 128 steps, 5e5 steps), for one GPU; candidates are evaluated in chunks that fit
+#      `memory_budget_mb` per device (XLA's memory analysis), so a 40 GB GPU does not run out of memory.
 PRESETS = {
-    "cpu": dict(es=dict(population_size=16, generations=60, rollouts=1), total_timesteps=100_000),
-    "paper": dict(es=dict(population_size=128, generations=512, rollouts=2), total_timesteps=500_000),
+    "cpu": dict(es=dict(population_size=32, generations=40, rollouts=4),
+                inner=dict(num_envs=4, num_steps=64, total_timesteps=100_000)),
+    "paper": dict(es=dict(population_size=512, generations=1024, rollouts=1), inner={}, memory_budget_mb=30_000),
 }
-ES_DEFAULTS = dict(strategy="open_es", fitness_shaping="centered_rank", lr=0.01, std=0.04)
+ES_DEFAULTS = dict(strategy="open_es", fitness_shaping="centered_rank", lr=0.03, std=0.1)
+FITNESS = "auc"  # mean return over training: rewards learning fast, not only the end point
+
+BASELINES = {"l2": l2, "clipped_l2": clipped_l2}
+# Seeds for held-out evaluation. Evolution draws its training keys from fold_in(PRNGKey(es_seed),
+# generation) splits, never from PRNGKey(n) of a small integer, so these runs are new to it.
+HELD_OUT_SEED_START = 10_000
 
 
-def inner_config(total_timesteps: int) -> PPOConfig:
-    return PPOConfig(env="CartPole-v1", num_envs=4, num_steps=64, total_timesteps=total_timesteps)
+def inner_config(preset: str = "cpu", env: str = ENV, total_timesteps: int | None = None) -> PPOConfig:
+    config = PPOConfig(env=env, **PRESETS[preset]["inner"])
+    return config.replace(total_timesteps=total_timesteps) if total_timesteps else config
+
+
+def check_preset(preset: str) -> None:
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset '{preset}'; choose from {', '.join(PRESETS)}")
 
 
 def make_task(preset: str = "cpu", total_timesteps: int | None = None, fitness: str | None = None,
               env: str | None = None) -> MetaTask:
-    if env not in (None, "CartPole-v1"):
-        raise ConfigError(f"the value-loss study runs on CartPole-v1, not {env}")
-    total_timesteps = total_timesteps or PRESETS[preset]["total_timesteps"]
-    fitness = fitness or "auc"
-    train = make_train(inner_config(total_timesteps), value_loss=learned_value_loss)
-    template = initial_params()
+    check_preset(preset)
+    if env not in (None, ENV):
+        raise ConfigError(f"the value-loss study evolves on {ENV}, not {env}")
+    config = inner_config(preset, total_timesteps=total_timesteps)
+    fitness = fitness or FITNESS
+    train = make_train(config, value_loss=learned_value_loss)
     return MetaTask(
         name="value-loss",
-        template=template,
+        template=initial_params(),
         fitness=train_fitness(train, HyperParams().as_arrays(), fitness),
-        info={"env": "CartPole-v1", "num_steps": 64, "total_timesteps": total_timesteps, "fitness": fitness,
-              "value_loss": "mlp 64-64 tanh on (value - target)"},
+        info={"env": ENV, "num_envs": config.num_envs, "num_steps": config.num_steps,
+              "total_timesteps": config.total_timesteps, "fitness": fitness,
+              "value_loss": "0.5 (v - t)^2 exp(g), g = 16 tanh features of asinh(v - t)/3, asinh(t)/3; "
+                            "zero output layer at start (= L2)"},
     )
 
 
 def initial_params(seed: int = 0):
-    """The ES starts from a randomly initialised loss network (seeded)."""
-    return VALUE_LOSS_NET.init(jax.random.PRNGKey(seed), jnp.zeros((1,)))
+    """Fixed random tanh features and a zero output layer: generation 0 is exactly L2."""
+    return init_value_loss_params(jax.random.PRNGKey(seed))
 
 
 def es_config(preset: str, **overrides) -> ESConfig:
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown preset '{preset}'; choose from {', '.join(PRESETS)}")
+    check_preset(preset)
     return ESConfig(**{**ES_DEFAULTS, **PRESETS[preset]["es"], **overrides})
 
 
-# ------------------------------------------------------------------ analysis
-FRESH_SEEDS = list(range(10_000, 10_032))  # never used by evolution (which uses fold_in keys of its seed)
+def memory_budget_mb(preset: str) -> float | None:
+    """The preset's default memory budget per device for chunked evaluation (None: all at once)."""
+    return PRESETS.get(preset, {}).get("memory_budget_mb")
 
 
-def loss_curves(meta_params, errors: jax.Array) -> dict[str, jax.Array]:
-    """Learned loss and L2 over the error (value - target), with derivatives, min-max scaled to [0, 1]."""
-    learned = lambda e: VALUE_LOSS_NET.apply(meta_params, e[None])[0]  # noqa: E731
-    l2 = lambda e: 0.5 * e**2  # noqa: E731
-    out = {}
-    for name, fn in (("learned", learned), ("l2", l2)):
-        values = jax.vmap(fn)(errors)
-        slopes = jax.vmap(jax.grad(fn))(errors)
-        out[name] = (values - values.min()) / (values.max() - values.min() + 1e-12)
-        out[f"{name}_slope"] = slopes / (jnp.abs(slopes).max() + 1e-12)
-    return out
-
-
-def describe_shape(curves: dict[str, jax.Array], errors: jax.Array) -> dict[str, float | bool]:
-    """Asymmetry: mean |f(e) - f(-e)| on the scaled curve; slope at 0 relative to the largest slope."""
-    import numpy as np
-
-    scaled = np.asarray(curves["learned"])
-    asymmetry = float(np.mean(np.abs(scaled - scaled[::-1])))  # errors is symmetric around 0
-    slope = np.asarray(curves["learned_slope"])
-    slope_at_zero = float(np.interp(0.0, np.asarray(errors), slope))
-    minimum_at = float(np.asarray(errors)[np.argmin(scaled)])
+# ------------------------------------------------------------ held-out evaluation
+def transfer_settings(budget: int) -> dict[str, dict]:
+    """The training budget, 2x and 5x that budget, and Acrobot-v1 at the training budget."""
     return {
-        "asymmetry": asymmetry,
-        "asymmetric": asymmetry > 0.05,
-        "slope_at_zero": slope_at_zero,
-        "slope_at_zero_nonzero": abs(slope_at_zero) > 0.05,
-        "minimum_at_error": minimum_at,
+        "training_budget": dict(env=ENV, total_timesteps=budget),
+        "acrobot": dict(env="Acrobot-v1", total_timesteps=budget),
+        "2x_budget": dict(env=ENV, total_timesteps=2 * budget),
+        "5x_budget": dict(env=ENV, total_timesteps=5 * budget),
     }
 
 
-def analyze(run_dir, out_dir=None) -> dict:
-    """Plot the learned loss against L2 and retrain both on 32 fresh seeds."""
-    import json
-    from pathlib import Path
+@functools.lru_cache(maxsize=None)
+def _returns_program(value_loss, config: PPOConfig, num_seeds: int):
+    """One compiled program per (loss, config, seeds): every learned candidate reuses the learned loss's."""
+    train = make_train(config, value_loss=value_loss)
+    placement = Placement.for_members(num_seeds)
+    return placement, batched(lambda key, hp, meta: train(key, hp, meta).metrics["episode_return"], placement,
+                              num_shared_args=1, num_member_args=2)
 
-    import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+def train_returns(value_loss, meta_params, config: PPOConfig, seeds: list[int]) -> np.ndarray:
+    """Episode return per update of PPO with `value_loss` on each seed: [updates, seeds] (NaN: none ended)."""
+    envs.check_name(config.env)
+    members = make_members(seeds, HyperParams())
+    placement, run = _returns_program(value_loss, config, len(seeds))
+    returns = run(placement.put(members.keys()), placement.put(members.hyperparams.as_arrays()), meta_params)
+    return placement.get(returns, len(seeds)).T
 
-    from purerl import results, stats
-    from purerl.algos.objectives import l2
-    from purerl.evolve import load_meta_params
-    from purerl.population import make_members
 
-    run_dir = Path(run_dir)
-    config = json.loads((run_dir / results.CONFIG).read_text())
-    if config.get("task") != "value-loss":
-        from purerl.config import ConfigError
+def fitness_per_seed(returns: np.ndarray) -> dict[str, np.ndarray]:
+    """The evolution's fitness (mean over updates of the return, as `train_fitness`) and the final return."""
+    from purerl.results import final_returns
 
-        raise ConfigError(f"{run_dir} is not a value-loss evolve run")
-    out_dir = Path(out_dir or run_dir / "analysis")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    meta_params = load_meta_params(run_dir, initial_params())
-    errors = jnp.linspace(-10.0, 10.0, 401)
-    curves = loss_curves(meta_params, errors)
-    shape = describe_shape(curves, errors)
+    with np.errstate(all="ignore"):
+        return {"auc": np.nanmean(returns, axis=0), "final": final_returns(returns)}
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, suffix, title in ((axes[0], "", "loss (min-max scaled)"), (axes[1], "_slope", "derivative (scaled by max |.|)")):
-        ax.plot(errors, curves["learned" + suffix], label="learned")
-        ax.plot(errors, curves["l2" + suffix], "--", label="L2")
-        ax.axvline(0.0, color="grey", lw=0.5)
-        ax.set_xlabel("value - target")
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(out_dir / "loss.png", dpi=120)
-    plt.close(fig)
 
-    total = int(config["task_info"]["total_timesteps"])
-    members = make_members(FRESH_SEEDS, HyperParams())
-    keys, hps = members.keys(), members.hyperparams.as_arrays()
-    returns = {}
-    for name, loss, meta in (("learned", learned_value_loss, meta_params), ("l2", l2, None)):
-        train = make_train(inner_config(total), value_loss=loss)
-        metrics = jax.jit(jax.vmap(train, in_axes=(0, 0, None)))(keys, hps, meta).metrics
-        returns[name] = np.asarray(metrics["episode_return"]).T  # [updates, seeds]
-    report = {"run": str(run_dir), "seeds": FRESH_SEEDS, "shape": shape, "total_timesteps": total}
-    for name, curve in returns.items():
-        filled = stats.forward_fill(curve)
-        report[name] = {
-            "mean_return_over_training": stats.summarize(np.nanmean(filled, axis=0)),
-            "final_return": stats.summarize(results.final_returns(curve)),
-        }
-    steps = inner_config(total).batch_size
-    curves_path = results.plot_labelled_curves(out_dir, returns, steps, "CartPole-v1: learned value loss vs L2 (fresh seeds)")
-    results.write_atomic(out_dir / "analysis.json", json.dumps(report, indent=2))
-    return report | {"loss_plot": str(out_dir / "loss.png"), "curves_plot": str(curves_path)}
+def held_out(candidates: dict[str, object], settings: dict[str, dict], seeds_by_setting: dict[str, int],
+             preset: str = "cpu", on_result=None) -> tuple[dict, dict]:
+    """Every candidate (name -> learned meta-params) and both baselines on fresh seeds, per setting.
+
+    Returns ({setting: {name: {"auc": summary, "final": summary, "auc_per_seed": [...]}}},
+    {setting: {name: episode returns [updates, seeds]}}).
+    """
+    out, curves = {}, {}
+    for setting, spec in settings.items():
+        config = inner_config(preset, env=spec["env"], total_timesteps=spec["total_timesteps"])
+        seeds = list(range(HELD_OUT_SEED_START, HELD_OUT_SEED_START + seeds_by_setting[setting]))
+        losses = {name: (learned_value_loss, params) for name, params in candidates.items()}
+        losses |= {name: (loss, None) for name, loss in BASELINES.items()}
+        out[setting], curves[setting] = {}, {}
+        for name, (loss, params) in losses.items():
+            curves[setting][name] = train_returns(loss, params, config, seeds)
+            per_seed = fitness_per_seed(curves[setting][name])
+            out[setting][name] = {
+                "auc": stats.summarize(per_seed["auc"]),
+                "final": stats.summarize(per_seed["final"]),
+                "auc_per_seed": [round(float(v), 3) for v in per_seed["auc"]],
+            }
+            if on_result:
+                on_result(setting, name, out[setting][name])
+        out[setting]["config"] = {"env": config.env, "total_timesteps": config.total_timesteps,
+                                  "num_envs": config.num_envs, "num_steps": config.num_steps,
+                                  "seeds": [seeds[0], seeds[-1]]}
+    return out, curves
+
+
+def verdict(learned: dict, baseline: dict) -> str:
+    """'better' / 'worse' only when the 95% CIs of the IQM do not overlap."""
+    if learned["ci95_low"] > baseline["ci95_high"]:
+        return "better"
+    if learned["ci95_high"] < baseline["ci95_low"]:
+        return "worse"
+    return "not distinguishable"
+
