@@ -247,7 +247,7 @@ def test_extortion_fit_on_reached_payoffs():
 
 # --------------------------------------------------------------------- CLI
 def _parse(*argv):
-    from purerl.cli import _Parser
+    from purerl.cli.args import Parser as _Parser
 
     parser = _Parser(prog="purerl")
     mfos_cli.add_arguments(parser.add_subparsers(dest="command", required=True, parser_class=_Parser))

@@ -1,0 +1,62 @@
+"""`purerl`: the command line. Each command lives in a small module that adds its parser (with `run` set
+to its handler); this module parses, and turns every `ConfigError` into one line on stderr with exit 2.
+
+Heavy imports (JAX, the algorithms) happen inside the handlers, so `--help` and bad input stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from purerl import host_devices
+from purerl.cli import meta, tools, train
+from purerl.cli.args import EXIT_USAGE, Parser
+from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
+from purerl.config import ConfigError
+from purerl.stopping import StopRequested
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="purerl", description="Reinforcement learning as compiled JAX programs.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    train.add_train(sub)
+    train.add_compare(sub)
+    meta.add_evolve(sub)
+    meta.add_act(sub)
+    tools.add_bench(sub)
+    from purerl.studies.mfos import cli as mfos
+
+    mfos.add_arguments(sub)
+    sub.choices["mfos"].set_defaults(run=mfos.run_cli)
+    meta.add_analyze(sub)
+    tools.add_results(sub)
+    train.add_eval(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded as the command by provenance
+    try:
+        if host_devices.PROBLEM:
+            raise ConfigError(host_devices.PROBLEM)
+        return args.run(args)
+    except ConfigError as error:
+        print(f"purerl: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except StopRequested as stop:
+        where = f"; checkpoint saved at {stop.done} of {stop.total}, continue with the same command and --resume" \
+            if stop.saved else ""
+        print(f"purerl: stopped by {stop.signal_name}{where}", file=sys.stderr)
+        return stop.exit_code
+    except KeyboardInterrupt:
+        print("purerl: interrupted before a checkpoint could be saved", file=sys.stderr)
+        return 130
+    except OSError as error:  # the disk, not the input: still one line, not a traceback
+        print(f"purerl: error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Argument types and flags shared by the commands. Every bad value is an argparse error: one line, exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from purerl.config import ConfigError
+
+EXIT_USAGE = 2
+MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error, and `--lr -1e-3` read as a (bad) value, not an option."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # `--num-env 8` must not silently mean --num-envs
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+    def error(self, message: str):
+        print(f"purerl: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+def finite_float(text: str, kind: str = "a number") -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {kind}, got '{text}'") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got '{text}'")
+    return value
+
+def floats(text: str) -> list[float]:
+    """Comma-separated grid values: finite, and distinct even as the float32 the program computes with."""
+    values = [finite_float(v) for v in text.split(",") if v.strip()]
+    seen: dict[float, float] = {}
+    for value in values:
+        with np.errstate(over="ignore"):
+            single = np.float32(value)
+        if not np.isfinite(single):
+            raise argparse.ArgumentTypeError(f"{value:g} is beyond float32's range (about 3.4e38)")
+        same = seen.setdefault(float(single), value)
+        if same is not value:
+            raise argparse.ArgumentTypeError(f"duplicate value {value:.9g} in '{text}' (equal to {same:.9g} in float32)")
+    return values
+
+def integer(text: str) -> int:
+    """An integer, also written as 1e6; never inf, nan or a fraction."""
+    value = finite_float(text, "an integer")
+    if value != int(value):
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'")
+    return int(text) if text.strip().lstrip("+-").isdigit() else int(value)
+
+def integers(text: str) -> tuple[int, ...]:
+    """Comma-separated integers, such as layer widths."""
+    return tuple(integer(v) for v in text.split(","))
+
+
+def positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
+        return value
+    return parse
+
+def positive_ints(flag: str, text: str | None) -> list[int] | None:
+    """A comma-separated list of positive integers (None if the flag was not given)."""
+    if text is None:
+        return None
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"{flag} must be comma-separated integers, got '{text}'") from None
+    if min(values) <= 0:
+        raise ConfigError(f"{flag} must be positive, got {min(values)}")
+    return values
+
+def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4) -> None:
+    """Flags shared by train and compare: env, preset, seeds, config and hyperparameter overrides."""
+    from purerl.algos import registry
+
+    parser.add_argument("--env", default="CartPole-v1", help="gymnax id (default CartPole-v1)")
+    presets = sorted({name for algorithm in registry.ALGORITHMS.values() for name in algorithm.presets})
+    parser.add_argument("--preset", choices=presets, help="reference settings; default by env family")
+    parser.add_argument("--seeds", type=integer, default=default_seeds, help=f"number of seeds (default {default_seeds})")
+    parser.add_argument("--seed", type=integer, default=0, help="first seed; seeds are seed..seed+N-1")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--hidden-sizes", type=integers, metavar="64,64")
+    parser.add_argument("--activation", choices=["tanh", "relu"])
+    for name, kind in registry.config_fields().items():  # every algorithm's config; train_spec rejects the others'
+        flag = f"--{name.replace('_', '-')}"
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        elif kind in (int, float):
+            parser.add_argument(flag, type=integer if kind is int else finite_float)
+    for name in registry.hyperparam_fields():
+        parser.add_argument(
+            f"--{name.replace('_', '-')}", type=floats, metavar="X[,Y...]",
+            help="comma-separated values sweep a grid" if name == "lr" else None,
+        )
+
+def add_distributed_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("multi-process (jax.distributed; SLURM and Open MPI are detected)")
+    group.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0")
+    group.add_argument("--num-processes", type=integer)
+    group.add_argument("--process-id", type=integer)
+
+def default_out(name: str) -> Path:
+    import jax
+
+    if jax.process_count() > 1:  # the processes' clocks differ: they must be told where to write
+        raise ConfigError("a multi-process run needs --out")
+    return Path("runs") / f"{name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+
+def is_writer() -> bool:
+    from purerl.population import is_writer as writer
+
+    return writer()
+
+def join_processes(args: argparse.Namespace) -> None:
+    """Before any JAX backend starts: join a multi-process run if asked to (flags or a cluster launcher)."""
+    if getattr(args, "coordinator", None) is None and (args.num_processes or args.process_id is not None):
+        raise ConfigError("--num-processes and --process-id need --coordinator HOST:PORT")
+    if args.coordinator and (args.num_processes is None or args.process_id is None):
+        raise ConfigError("--coordinator needs --num-processes and --process-id")
+    if args.num_processes is not None and not 0 <= (args.process_id or 0) < args.num_processes:
+        raise ConfigError(f"--process-id must be in [0, {args.num_processes - 1}], got {args.process_id}")
+    from purerl.population import initialize_distributed
+
+    initialize_distributed(args.coordinator, args.num_processes, args.process_id)

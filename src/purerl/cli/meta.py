@@ -1,0 +1,158 @@
+"""`purerl evolve | analyze | act`: meta-evolution over whole training runs, and what it found."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from purerl import rundir
+from purerl.cli.args import add_distributed_flags, default_out, finite_float, integer, is_writer, join_processes, positive
+from purerl.config import ConfigError
+
+
+def add_evolve(sub) -> None:
+    evolve = sub.add_parser("evolve", help="evolution strategies over whole training runs")
+    evolve.add_argument("task", choices=["value-loss", "lpo"], help="the meta-task to evolve")
+    evolve.add_argument("--env", help="environment of the inner runs (lpo; default the preset's)")
+    evolve.add_argument("--preset", default="cpu", help="budget: cpu (default, 2-core CPU) or paper (one GPU)")
+    evolve.add_argument("--es-preset", choices=["paper-openes"], help="the 2022 papers' OpenES settings")
+    evolve.add_argument("--strategy", help="evosax strategy: open_es, snes, cma_es, ...")
+    evolve.add_argument("--population-size", type=integer)
+    evolve.add_argument("--generations", type=integer)
+    evolve.add_argument("--rollouts", type=integer, help="training runs (seeds) per candidate")
+    evolve.add_argument("--fitness-shaping", help="centered_rank, z_score, none or default")
+    evolve.add_argument("--optimizer", help="adam or sgd (the ES mean's optimiser)")
+    evolve.add_argument("--es-lr", type=finite_float, dest="lr")
+    evolve.add_argument("--es-lr-final", type=finite_float, dest="lr_final")
+    evolve.add_argument("--std", type=finite_float)
+    evolve.add_argument("--std-final", type=finite_float)
+    evolve.add_argument("--seed", type=integer)
+    evolve.add_argument("--max-parallel", type=integer, help="candidates evaluated per compiled call (memory)")
+    evolve.add_argument("--fitness", choices=["final", "auc"], help="final return or mean return over training")
+    evolve.add_argument("--total-timesteps", type=integer, help="env steps of each inner training run")
+    evolve.add_argument("--memory-budget-mb", type=positive(finite_float),
+                        help="evaluate in chunks that fit this much memory per device (XLA memory analysis)")
+    add_distributed_flags(evolve)
+    evolve.add_argument("--out", type=Path, help="run directory (default runs/evolve-TASK-TIMESTAMP)")
+    evolve.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    evolve.add_argument("--overwrite", action="store_true", help="replace the purerl run in --out")
+    evolve.add_argument("--no-progress", action="store_true")
+    evolve.set_defaults(run=cmd_evolve)
+
+
+def add_analyze(sub) -> None:
+    analyze = sub.add_parser("analyze", help="look at what evolution discovered")
+    analyze.add_argument("what", choices=["value-loss", "drift"])
+    analyze.add_argument("run_dir", help="value-loss: comma-separated evolve runs (one per ES seed) or their "
+                         "committed copies; drift: ppo, dpo, or an LPO run/params path")
+    analyze.add_argument("--out", type=Path, help="drift: where to write (default RUN/analysis)")
+    analyze.add_argument("--report", type=Path,
+                         help="value-loss: markdown written here, with .json and a folder of plots and params beside it "
+                         "(default FIRST_RUN/analysis/value_loss.md; docs/results/value_loss.md regenerates the docs)")
+    analyze.add_argument("--seeds", type=integer, default=64, help="value-loss: held-out seeds at the training budget")
+    analyze.add_argument("--transfer-seeds", type=integer, help="value-loss: held-out seeds per transfer setting (default --seeds)")
+    analyze.add_argument("--stages", help="value-loss: comma-separated stages to measure (default all: training_budget, "
+                         "acrobot, 2x_budget, 5x_budget, critic); the others are kept from the report's JSON")
+    analyze.set_defaults(run=cmd_analyze)
+
+
+def add_act(sub) -> None:
+    act = sub.add_parser("act", help="adversarial cheap talk: evolve an adversary that only appends messages")
+    act.add_argument("phase", choices=["train-time", "test-time"])
+    act.add_argument("--mode", choices=["anti", "pro"], default="anti", help="train-time: lower or raise returns")
+    act.add_argument("--env", default="CartPole-v1")
+    act.add_argument("--preset", default="cpu", help="cpu (default, 2-core CPU) or paper (one GPU)")
+    act.add_argument("--population-size", type=integer)
+    act.add_argument("--generations", type=integer)
+    act.add_argument("--seed", type=integer)
+    act.add_argument("--max-parallel", type=integer)
+    act.add_argument("--runs-dir", type=Path, default=Path("runs/act"), help="evolve runs go to RUNS_DIR/ENV/...")
+    act.add_argument("--report", type=Path, help="markdown regenerated here, evaluations and evolved parameters in "
+                     "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/ENV/report.md)")
+    act.add_argument("--from-params", type=Path, help="evaluate the evolved parameters in this folder (a --runs-dir "
+                     "ENV folder or a report's params/ folder) instead of evolving")
+    act.add_argument("--resume", action="store_true", help="continue the evolve runs under --runs-dir")
+    act.add_argument("--overwrite", action="store_true", help="replace the purerl runs under --runs-dir")
+    act.add_argument("--no-progress", action="store_true")
+    act.set_defaults(run=cmd_act)
+
+
+def cmd_evolve(args: argparse.Namespace) -> int:
+    join_processes(args)
+    from purerl import evolve
+    from purerl.studies import lpo, value_loss
+    study = {"value-loss": value_loss, "lpo": lpo}[args.task]
+    es_fields = ("strategy", "population_size", "generations", "rollouts", "fitness_shaping", "optimizer", "lr",
+                 "lr_final", "std", "std_final", "seed", "max_parallel")
+    overrides = dict(evolve.ES_PRESETS[args.es_preset]) if args.es_preset else {}
+    overrides.update({k: getattr(args, k) for k in es_fields if getattr(args, k) is not None})
+    es_config = study.es_config(args.preset, **overrides)
+    es_config.validate()
+    task = study.make_task(args.preset, args.total_timesteps, args.fitness, args.env)
+    if args.resume and args.out is None:
+        raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
+    out = args.out or default_out(f"evolve-{args.task}")
+    config_json = evolve.config_json(task, es_config, {"preset": args.preset})
+    rundir.prepare(out, config_json, args.resume, args.overwrite)  # before the memory analysis compiles
+    budget_mb = args.memory_budget_mb or getattr(study, "memory_budget_mb", lambda preset: None)(args.preset)
+    budget = budget_mb * 2**20 if budget_mb else None
+    evolution = evolve.Evolution(task, es_config, memory_budget_bytes=budget)
+    log = evolve.run(evolution, out, config_json, resume=args.resume, overwrite=args.overwrite,
+                     progress=not args.no_progress)
+    if not is_writer():
+        return 0
+    first, last = log[0], log[-1]
+    print(f"generation {first['generation']}: mean fitness {first['mean']:.2f}, best {first['best']:.2f}")
+    print(f"generation {last['generation']}: mean fitness {last['mean']:.2f}, best {last['best']:.2f}")
+    print(f"results in {out}/ ({evolve.GENERATIONS_CSV}, {evolve.FITNESS_PNG}, {evolve.BEST_PARAMS}, {evolve.MEAN_PARAMS})")
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from purerl.studies import lpo
+
+    if args.what == "drift":
+        sources = ["ppo", "dpo"] + ([args.run_dir] if args.run_dir not in ("ppo", "dpo") else [])
+        default_out = Path(args.run_dir) / "analysis" if len(sources) > 2 else Path("runs") / "drift"
+        report = lpo.analyze_drift(sources, args.out or default_out)
+        for label, features in report["features"].items():
+            edge = features["rollback_below_r_at_A_minus_1"]
+            print(f"{label:14s} rollback: {'yes, below r = %.2f at A = -1' % edge if edge else 'none'}; "
+                  f"cautious optimism (mean slope/A for A > 0, r > 1.05): {features['optimism_mean_slope_over_A']:.2f}; "
+                  f"max |D - D_ppo| = {features['max_abs_difference_from_ppo']:.2f} at "
+                  f"r = {features['largest_difference_at']['r']:.2f}, A = {features['largest_difference_at']['A']:.2f}")
+        print(f"plot: {report['plot']}")
+        return 0
+    from purerl.studies import value_loss_report
+
+    sources = [Path(p) for p in args.run_dir.split(",") if p]
+    for source in sources:
+        if not (source / "config.json").is_file():
+            raise ConfigError(f"{source} is not a purerl run directory (no config.json)")
+    for flag, value in (("--seeds", args.seeds), ("--transfer-seeds", args.transfer_seeds)):
+        if value is not None and value < 10:
+            raise ConfigError(f"{flag} must be at least 10 (a 95% CI needs 10 seeds), got {value}")
+    stages = tuple(value_loss_report.STAGES if args.stages is None else [s for s in args.stages.split(",") if s])
+    unknown = [s for s in stages if s not in value_loss_report.STAGES]
+    if unknown or not stages:
+        raise ConfigError(f"unknown stage '{unknown[0] if unknown else args.stages}'; choose from "
+                          f"{', '.join(value_loss_report.STAGES)}")
+    args.report = args.report or sources[0] / "analysis" / "value_loss.md"
+    command = "purerl analyze value-loss " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["analyze", "value-loss"] else None
+    record = value_loss_report.analyze(sources, args.report, args.seeds, command or "purerl analyze value-loss",
+                                       args.transfer_seeds, stages)
+    shape = record["shape"]
+    print(f"learned loss: over/under-estimation loss ratio {shape['over_under_ratio']}, convex={shape['convex']} "
+          f"(non-convex share per target {shape['nonconvex_fraction']}), weight at v=t {shape['weight_at_zero']}")
+    held = record["held_out"]
+    if "verdict_vs_l2" in held:
+        print(f"held-out, training budget: learned {held['verdict_vs_l2']} vs L2, {held['verdict_vs_clipped_l2']} vs clipped L2")
+    print(f"report: {args.report}")
+    return 0
+
+
+def cmd_act(args: argparse.Namespace) -> int:
+    from purerl.studies import act
+
+    return act.run_cli(args)

@@ -1,0 +1,89 @@
+"""`purerl bench | results`: speed against peers, and the provenance of published results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from purerl.cli.args import integer, positive_ints
+from purerl.config import ConfigError
+
+
+def add_bench(sub) -> None:
+    bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
+    bench.add_argument("--task", choices=["cartpole", "minatar", "all"], default="cartpole")
+    bench.add_argument("--preset", choices=["cpu", "gpu"], default="cpu", help="widths per task (gpu: up to 2048)")
+    bench.add_argument("--seeds", help="comma-separated widths, overriding the preset (e.g. 1,8,64)")
+    bench.add_argument("--repeats", type=integer, default=3, help="timed runs per width (median reported)")
+    bench.add_argument("--peers", default="sb3,rejax", help="comma-separated peers, or none")
+    bench.add_argument("--total-timesteps", type=integer, help="steps per agent (default: the task's)")
+    bench.add_argument("--devices", help="comma-separated device counts: measure scaling with devices instead")
+    bench.add_argument("--purejaxrl", type=Path, metavar="PATH",
+                       help="a checkout of luchris429/purejaxrl: run its own ppo.py beside purerl")
+    bench.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
+    bench.set_defaults(run=cmd_bench)
+
+
+def add_results(sub) -> None:
+    results = sub.add_parser("results", help="published results: list stale documents, print reproduce commands")
+    results.add_argument("--check", action="store_true", help="list every stale document; exit 1 if any")
+    results.add_argument("--commands", nargs="*", metavar="STUDY", help="print the commands that regenerate "
+                         "these studies (all when none is named), one per line")
+    results.add_argument("--runs-dir", default="runs/reproduce", help="scratch folder for --commands' run directories")
+    results.add_argument("--results-dir", type=Path, help="the documents' folder (default docs/results of this checkout)")
+    results.set_defaults(run=cmd_results)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from purerl.bench import gpu, harness, peers
+
+    tasks = ["cartpole", "minatar"] if args.task == "all" else [args.task]
+    names = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
+    unknown = [p for p in names if p not in peers.PEERS]
+    if unknown:
+        raise ConfigError(f"unknown peer '{unknown[0]}'; choose from {', '.join(peers.PEERS)} or none")
+    custom = positive_ints("--seeds", args.seeds)
+    device_counts = positive_ints("--devices", args.devices)
+    if args.repeats <= 0:
+        raise ConfigError(f"--repeats must be positive, got {args.repeats}")
+    if args.purejaxrl and not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
+        raise ConfigError(f"--purejaxrl {args.purejaxrl} is not a checkout of luchris429/purejaxrl (no purejaxrl/ppo.py)")
+    records = []
+    for task in tasks:
+        if device_counts:
+            widths = custom or [8, 64]
+            records.append(harness.bench_devices(task, widths, device_counts, args.repeats, args.total_timesteps))
+            continue
+        widths = custom or harness.PRESETS[args.preset][task]
+        records.append(harness.bench(task, widths, args.repeats, names, args.total_timesteps,
+                                     purejaxrl=args.purejaxrl))
+    command = "purerl bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "purerl bench"
+    for record in records:
+        record["command"] = command
+    records_path = args.out.parent / "benchmarks" / "records.json"
+    if records_path.exists():  # keep the other kinds of measurement already in the report
+        records = gpu.merge(json.loads(records_path.read_text()), records)
+    report = gpu.write_report(records, args.out)
+    from purerl.results import write_atomic
+
+    write_atomic(records_path, json.dumps(records, indent=2))
+    print(f"report: {report}")
+    return 0
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from purerl import provenance
+
+    if args.commands is not None:
+        print("\n".join(provenance.reproduce_commands(args.commands, args.runs_dir)))
+        return 0
+    if not args.check:
+        raise ConfigError("purerl results needs --check or --commands")
+    stale = provenance.check(args.results_dir or provenance.RESULTS_DIR)
+    for document, reasons in stale.items():
+        print(f"STALE {document}: {'; '.join(reasons)}")
+    print(f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
+          f"all {len(provenance.STUDIES)} documents current")
+    return 1 if stale else 0

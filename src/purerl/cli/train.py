@@ -1,0 +1,197 @@
+"""`purerl train | compare | eval`: training experiments on many seeds, and what they trained."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_train_flags, default_out, finite_float, integer,
+                             is_writer, join_processes, positive)
+from purerl.config import ConfigError
+
+
+def add_train(sub) -> None:
+    train = sub.add_parser("train", help="train PPO, DQN or PQN on many seeds (and a hyperparameter grid) in one program")
+    add_train_flags(train)
+    train.add_argument("--algo", default="ppo", choices=["ppo", "dqn", "pqn"], help="algorithm (default ppo)")
+    train.add_argument("--network", default="mlp", choices=["mlp", "gru"], help="gru: a recurrent agent (ppo)")
+    train.add_argument("--objective", default="ppo", help="policy objective: ppo, dpo, or lpo:PATH")
+    train.add_argument("--out", type=Path, help="run directory (default runs/ENV-TIMESTAMP)")
+    train.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    train.add_argument("--overwrite", action="store_true", help="replace whatever run is in --out")
+    train.add_argument("--checkpoint-every", type=positive(finite_float), default=60.0, metavar="SECONDS",
+                       help="checkpoint at most this often (and always at the end, and on SIGINT/SIGTERM)")
+
+    add_distributed_flags(train)
+    train.set_defaults(run=cmd_train)
+
+
+def add_compare(sub) -> None:
+    compare = sub.add_parser("compare", help="train several policy objectives on identical seeds")
+    add_train_flags(compare, default_seeds=16)
+    compare.add_argument("--objectives", default="ppo,dpo", help="comma-separated: ppo, dpo, lpo:PATH")
+    compare.add_argument("--runs-dir", type=Path, default=Path("runs/compare"), help="where the full runs go")
+    compare.add_argument("--report", type=Path, help="markdown regenerated here, per-env JSON and plots beside it in "
+                         "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/report.md)")
+    compare.set_defaults(run=cmd_compare)
+
+
+def add_eval(sub) -> None:
+    evaluate = sub.add_parser("eval", help="evaluate the greedy policy of a run")
+    evaluate.add_argument("run_dir", type=Path)
+    evaluate.add_argument("--episodes", type=positive(integer), default=100)
+    evaluate.add_argument("--seed", type=integer, default=12345)
+    evaluate.add_argument("--gif", type=Path, nargs="?", const=Path("episode.gif"),
+                          help="save an animation of one episode of member 0 (default RUN/episode.gif)")
+    evaluate.set_defaults(run=cmd_eval)
+
+
+def train_spec(args: argparse.Namespace):
+    """The experiment described by the flags: preset, then explicit overrides."""
+    from purerl import envs
+    from purerl.algos import registry
+    from purerl.config import apply_preset
+    from purerl.experiment import TrainSpec
+
+    envs.check_name(args.env)
+    env = envs.make(args.env)
+    discrete = env.action_space.discrete
+    algorithm = registry.get(getattr(args, "algo", "ppo"))
+    preset = args.preset or algorithm.default_preset(args.env, discrete)
+    if preset not in algorithm.presets:
+        raise ConfigError(f"--preset {preset} is not a preset of --algo {algorithm.name}; "
+                          f"choose from {', '.join(algorithm.presets)}")
+    config, hp = apply_preset(preset, args.env, discrete, algorithm.presets, algorithm.config, algorithm.hyperparams)
+    own = set(algorithm.config.__dataclass_fields__) | set(algorithm.hyperparams._fields)
+    for name in [*registry.config_fields(), *registry.hyperparam_fields()]:
+        if name not in own and getattr(args, name, None) is not None:
+            raise ConfigError(f"--{name.replace('_', '-')} does not apply to --algo {algorithm.name}")
+    overrides = {
+        field: getattr(args, field)
+        for field in algorithm.config.__dataclass_fields__
+        if field != "env" and getattr(args, field, None) is not None
+    }
+    config = config.replace(**overrides)
+    grid = {}
+    for name in algorithm.hyperparams._fields:
+        values = getattr(args, name)
+        if values is None:
+            continue
+        if not values:
+            raise ConfigError(f"--{name.replace('_', '-')} needs a value")
+        hp = hp._replace(**{name: values[0]})
+        if len(values) > 1:
+            grid[name] = values
+    if args.seeds <= 0:
+        raise ConfigError(f"--seeds must be positive, got {args.seeds}")
+    if args.seed < 0 or args.seed + args.seeds - 1 > MAX_SEED:
+        raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {args.seed}..{args.seed + args.seeds - 1}")
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    return TrainSpec(config=config, hyperparams=hp, seeds=seeds, grid=grid, preset=preset,
+                     objective=getattr(args, "objective", "ppo"), algo=algorithm.name,
+                     network=getattr(args, "network", "mlp"))
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    join_processes(args)
+    from purerl import experiment
+
+    spec = train_spec(args)
+    spec.validate()
+    if args.resume and args.out is None:
+        raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
+    out = args.out or default_out(args.env)
+    summary = experiment.run(
+        spec, out, resume=args.resume, overwrite=args.overwrite,
+        progress=not args.no_progress, checkpoint_every_s=args.checkpoint_every,
+    )
+    if is_writer():
+        print_summary(out, summary)
+    return 0
+
+
+def print_summary(out: Path, summary: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{summary['env']}: final return (mean of last {summary['final_return_window_updates']} updates)")
+    for column in ("setting", "seeds", "mean", "IQM", "95% CI"):
+        table.add_column(column)
+    diverged = summary.get("diverged") or []
+    for label, s in summary["final_return_by_setting"].items():
+        bad = sum(1 for m in diverged if label == "default" or m.startswith(f"{label},"))
+        seeds = f"{s['n']} ({bad} diverged)" if bad else str(s["n"])
+        if s["mean"] is None:
+            table.add_row(label, seeds, "no episode ended", "", "")
+        else:
+            table.add_row(label, seeds, f"{s['mean']:.1f}", f"{s['iqm']:.1f}",
+                          f"\\[{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]")  # escaped: rich reads [..] as markup
+    console = Console()
+    console.print(table)
+    speed = f"{summary['env_steps_per_s']:,.0f} env steps/s" if summary.get("env_steps_per_s") else "speed not measured"
+    console.print(f"{summary['members']} agents x {summary.get('env_steps_per_member', 0):,} env steps; "
+                  f"compile {summary['compile_s']:.1f} s, run {summary['run_s']:.1f} s, {speed}")
+    console.print(f"results in {out}/ (summary.json, metrics.csv, curves.png, checkpoint/)")
+    if diverged:
+        print(f"purerl: warning: {len(diverged)} of {summary['members']} members diverged (non-finite loss or "
+              f"parameters): {', '.join(diverged[:4])}{', ...' if len(diverged) > 4 else ''}", file=sys.stderr)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from purerl import compare, provenance, stats
+
+    spec = train_spec(args)
+    if spec.grid:
+        raise ConfigError("compare runs one hyperparameter setting; give single values")
+    objectives = [o for o in args.objectives.split(",") if o]
+    if len(objectives) < 2:
+        raise ConfigError(f"--objectives needs at least two objectives, got '{args.objectives}'")
+    report = args.report or args.runs_dir / "report.md"
+    results_dir = report.parent / report.stem
+    started = time.perf_counter()
+    record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",
+                             progress=not args.no_progress)
+    provenance.record("dpo", report, record["env"], args.argv, time.perf_counter() - started,
+                      {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]})
+    report = compare.write_report(results_dir, report, "Policy objectives: PPO, DPO and LPO")
+    for label, row in record["objectives"].items():
+        s = row["final_return"]
+        print(f"{record['env']} {label:4s} final return {stats.describe(s)}")
+    print(f"report: {report}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import jax
+    import numpy as np
+
+    from purerl import stats
+    from purerl.policy import Policy, evaluate, load_run, render_gif
+
+    spec, members, train, state = load_run(args.run_dir)
+    key = jax.random.PRNGKey(args.seed)
+    returns = jax.jit(jax.vmap(lambda p, s: evaluate(train, p, s, key, args.episodes)))(state.params, state.obs_stats)
+    returns = np.asarray(returns)  # [members, episodes]
+    per_member = returns.mean(axis=1)
+    report = {
+        "episodes": args.episodes,
+        "greedy_return_by_member": {members.label(i): float(v) for i, v in enumerate(per_member)},
+        "greedy_return": stats.summarize(per_member),
+    }
+    from purerl.results import write_atomic
+
+    write_atomic(args.run_dir / "eval.json", json.dumps(report, indent=2))
+    s = report["greedy_return"]
+    print(
+        f"greedy return over {args.episodes} episodes x {len(members)} members: mean {s['mean']:.2f}, "
+        f"IQM {s['iqm']:.2f}, 95% CI [{s['ci95_low']:.2f}, {s['ci95_high']:.2f}]"
+    )
+    if args.gif is not None:
+        path = args.gif if args.gif.is_absolute() or args.gif.parent != Path(".") else args.run_dir / args.gif
+        pick = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
+        render_gif(Policy(train, pick(state.params), pick(state.obs_stats), members.label(0)), path)
+        print(f"saved {path}")
+    return 0
