@@ -203,7 +203,7 @@ def test_coin_cli_resume_refuses_other_settings(tmp_path, capsys):
     out.mkdir()
     (out / "config.json").write_text("{}")
     assert cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--resume"]) == 2
-    assert "settings differ from the run" in capsys.readouterr().err
+    assert "holds a different run" in capsys.readouterr().err
 
 
 def test_torus_conv_equals_a_circular_flax_conv():

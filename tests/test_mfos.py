@@ -290,9 +290,9 @@ def test_cli_trains_then_resume_finds_the_finished_run(tmp_path, capsys):
     assert mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(out), "--resume")) == 0
     assert f"resumed after meta-episode {TINY.meta_episodes}" in capsys.readouterr().out
     assert (out / "metrics.csv").read_text() == first
-    with pytest.raises(ConfigError, match="settings differ from the run"):
+    with pytest.raises(ConfigError, match="holds a different run"):
         mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--seeds", "1", "--out", str(out), "--resume"))
-    with pytest.raises(ConfigError, match="needs --out with an M-FOS run"):
+    with pytest.raises(ConfigError, match="holds no purerl run to continue"):
         mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(tmp_path / "none"), "--resume"))
 
 

@@ -171,25 +171,17 @@ def _report_path(report: Path) -> Path:
 
 
 def _prepare_out(args, game: str, opponent: str, config: dict) -> Path:
-    """The run directory: with --resume, the existing run with the same config; else a new (or
-    --overwrite) one, with config.json written before anything trains."""
-    from purerl import results
+    """The run directory, under the rules every purerl command shares (`purerl.rundir`): --resume
+    needs this run with the same settings, --overwrite replaces only a purerl run; config.json is
+    written before anything trains."""
+    from purerl import rundir
 
-    if args.resume:
-        out = args.out
-        if out is None or not (out / "config.json").is_file():
-            raise ConfigError(f"--resume needs --out with an M-FOS run in it; {out} has none")
-        if json.loads((out / "config.json").read_text()) != json.loads(json.dumps(config)):
-            raise ConfigError(f"--resume: these settings differ from the run in {out} (see its config.json)")
-        return out
+    if args.resume and args.out is None:
+        raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
     out = args.out or Path("runs") / f"mfos-{game}-{opponent}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"output path {out} exists and is not a directory")
-    if out.exists() and any(out.iterdir()) and not args.overwrite:
-        raise ConfigError(f"output directory {out} is not empty; choose another --out or pass --overwrite")
-    shutil.rmtree(out / "checkpoint", ignore_errors=True)  # --overwrite: never resume another run's state
-    out.mkdir(parents=True, exist_ok=True)
-    results.write_atomic(out / "config.json", json.dumps(config, indent=2))
+    config = json.loads(json.dumps(config))  # as config.json holds it (lists, not tuples)
+    resumed = rundir.prepare(out, config, args.resume, args.overwrite)
+    rundir.start(out, config, resumed)
     return out
 
 
