@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl import host_devices
+from purerl import host_devices, rundir
 from purerl.config import PRESETS, ConfigError, HyperParams, PPOConfig
 from purerl.stopping import StopRequested
 
@@ -48,7 +48,11 @@ def _floats(text: str) -> list[float]:
     values = [_float(v) for v in text.split(",") if v.strip()]
     seen: dict[float, float] = {}
     for value in values:
-        same = seen.setdefault(float(np.float32(value)), value)
+        with np.errstate(over="ignore"):
+            single = np.float32(value)
+        if not np.isfinite(single):
+            raise argparse.ArgumentTypeError(f"{value:g} is beyond float32's range (about 3.4e38)")
+        same = seen.setdefault(float(single), value)
         if same is not value:
             raise argparse.ArgumentTypeError(f"duplicate value {value:.9g} in '{text}' (equal to {same:.9g} in float32)")
     return values
@@ -285,19 +289,21 @@ def _print_summary(out: Path, summary: dict) -> None:
     table = Table(title=f"{summary['env']}: final return (mean of last {summary['final_return_window_updates']} updates)")
     for column in ("setting", "seeds", "mean", "IQM", "95% CI"):
         table.add_column(column)
+    diverged = summary.get("diverged") or []
     for label, s in summary["final_return_by_setting"].items():
+        bad = sum(1 for m in diverged if label == "default" or m.startswith(f"{label},"))
+        seeds = f"{s['n']} ({bad} diverged)" if bad else str(s["n"])
         if s["mean"] is None:
-            table.add_row(label, str(s["n"]), "no episode ended", "", "")
+            table.add_row(label, seeds, "no episode ended", "", "")
         else:
-            table.add_row(label, str(s["n"]), f"{s['mean']:.1f}", f"{s['iqm']:.1f}",
+            table.add_row(label, seeds, f"{s['mean']:.1f}", f"{s['iqm']:.1f}",
                           f"\\[{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]")  # escaped: rich reads [..] as markup
     console = Console()
     console.print(table)
     speed = f"{summary['env_steps_per_s']:,.0f} env steps/s" if summary.get("env_steps_per_s") else "speed not measured"
-    console.print(f"compile {summary['compile_s']:.1f} s, run {summary['run_s']:.1f} s, {speed} over "
-                  f"{summary['members']} agents, {summary.get('env_steps_per_member', 0):,} env steps each")
+    console.print(f"{summary['members']} agents x {summary.get('env_steps_per_member', 0):,} env steps; "
+                  f"compile {summary['compile_s']:.1f} s, run {summary['run_s']:.1f} s, {speed}")
     console.print(f"results in {out}/ (summary.json, metrics.csv, curves.png, checkpoint/)")
-    diverged = summary.get("diverged") or []
     if diverged:
         print(f"purerl: warning: {len(diverged)} of {summary['members']} members diverged (non-finite loss or "
               f"parameters): {', '.join(diverged[:4])}{', ...' if len(diverged) > 4 else ''}", file=sys.stderr)
@@ -421,11 +427,13 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
     out = args.out or _default_out(f"evolve-{args.task}")
+    config_json = evolve.config_json(task, es_config, {"preset": args.preset})
+    rundir.prepare(out, config_json, args.resume, args.overwrite)  # before the memory analysis compiles
     budget_mb = args.memory_budget_mb or getattr(study, "memory_budget_mb", lambda preset: None)(args.preset)
     budget = budget_mb * 2**20 if budget_mb else None
     evolution = evolve.Evolution(task, es_config, memory_budget_bytes=budget)
-    log = evolve.run(evolution, out, evolve.config_json(task, es_config, {"preset": args.preset}),
-                     resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress)
+    log = evolve.run(evolution, out, config_json, resume=args.resume, overwrite=args.overwrite,
+                     progress=not args.no_progress)
     if not is_writer():
         return 0
     first, last = log[0], log[-1]
@@ -530,6 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("purerl: interrupted before a checkpoint could be saved", file=sys.stderr)
         return 130
+    except OSError as error:  # the disk, not the input: still one line, not a traceback
+        print(f"purerl: error: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from flax import serialization
 
 from purerl import results, rundir
 from purerl.checkpoint import Checkpointer
-from purerl.config import ConfigError
+from purerl.config import MAX_DIMENSION, ConfigError
 from purerl.population import Placement, barrier, is_writer
 from purerl.stopping import StopRequested, graceful_stop
 
@@ -89,8 +89,10 @@ class ESConfig:
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"unknown optimizer '{self.optimizer}'; choose from {', '.join(OPTIMIZERS)}")
         for name in ("population_size", "generations", "rollouts"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+            if not 0 < getattr(self, name) <= MAX_DIMENSION:
+                raise ConfigError(f"{name.replace('_', '-')} must be in [1, {MAX_DIMENSION:,}], got {getattr(self, name)}")
+        if not 0 <= self.seed < 2**32:
+            raise ConfigError(f"seed must be in [0, {2**32 - 1}], got {self.seed}")
         if self.strategy == "open_es" and self.population_size % 2:
             raise ConfigError(f"open_es samples antithetic pairs: population-size must be even, got {self.population_size}")
         for name in ("lr", "std", "lr_final", "std_final"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,8 @@ def evaluate(train, params, obs_stats, key: jax.Array, episodes: int) -> jax.Arr
 
 def render_gif(policy: Policy, path: Path, seed: int = 0) -> Path:
     """Animate one greedy episode with gymnax's visualiser (one frame per state, the return so far on each)."""
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no banner on stdout
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # no sound device needed (or complained about)
     try:
         import pygame  # noqa: F401  (gymnasium's classic-control renderer needs it)
         from gymnax.visualize import Visualizer

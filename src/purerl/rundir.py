@@ -17,6 +17,7 @@ import fnmatch
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,10 @@ def check_writable(out: Path) -> None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise ConfigError(f"cannot create {out}: {ancestor} is a file, not a directory")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ConfigError(f"cannot write to {out}: {ancestor} is not writable (permissions or a read-only mount)")
+    try:  # the real test (permissions, read-only mounts, special file systems), leaving nothing behind
+        os.rmdir(tempfile.mkdtemp(prefix=".purerl-probe-", dir=ancestor))
+    except OSError as error:
+        raise ConfigError(f"cannot write to {out}: {ancestor} is not writable ({error.strerror})") from None
 
 
 def _protected(out: Path) -> bool:
