@@ -22,7 +22,7 @@ import numpy as np
 from flax import serialization
 
 from purerl import evolve, results, rundir
-from purerl.algos.objectives import clipped_l2, l2, learned_value_loss
+from purerl.algos.objectives import clipped_l2, l2, learned_log_weight, learned_value_loss
 from purerl.config import ConfigError
 from purerl.studies import value_loss, value_loss_shape
 
@@ -67,11 +67,17 @@ def constant_weight_params(meta_params) -> dict:
     """L2 times the learned loss's own weight at v = t (geometric mean over the probe targets): the ablation
     that keeps the learned scale and drops the shape."""
     targets = jnp.asarray(value_loss_shape.PROBE_TARGETS)
-    from purerl.algos.objectives import learned_log_weight
-
     log_weight = float(jnp.mean(learned_log_weight(meta_params, targets, targets)))
     return {"hidden": meta_params["hidden"],
             "out": {"kernel": jnp.zeros_like(meta_params["out"]["kernel"]), "bias": jnp.full((1,), log_weight)}}
+
+
+def cpu_model() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        return next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
 
 
 def provenance(command: str, wall_s: float) -> dict:
@@ -82,7 +88,7 @@ def provenance(command: str, wall_s: float) -> dict:
         run = lambda *args: subprocess.run(["git", *args], cwd=here, capture_output=True, text=True).stdout.strip()  # noqa: E731
         commit = run("rev-parse", "HEAD") + (" (uncommitted changes)" if run("status", "--porcelain", "--", "..") else "")
     device = jax.devices()[0]
-    machine = device.device_kind if device.platform != "cpu" else f"{platform.processor() or platform.machine()} CPU"
+    machine = device.device_kind if device.platform != "cpu" else f"{cpu_model()} CPU"
     return {"command": command, "commit": commit, "machine": f"{machine}, {os.cpu_count()} CPU cores",
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "wall_s": round(wall_s, 1),
             "jax": jax.__version__}
@@ -139,12 +145,17 @@ def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfe
 
     value_loss_plots.loss_figure(chosen, artefacts / "loss.png")
     held, dynamics = previous_stages(report, selected, stages)
+    origin = provenance(command, 0.0)  # the commit and machine this run started on
+
+    def stamp():
+        return origin | {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                         "wall_s": round(time.perf_counter() - tick, 1)}
 
     def write():
         """The record so far: each stage is written as soon as it is done, so a cut-off run still leaves
         a consistent document of what it measured (the missing stages are listed in it)."""
         record = build_record(held, summaries, selected, shape, dynamics, preset, evolutions[selected]["config"])
-        record["provenance"] = provenance(command, time.perf_counter() - tick)
+        record["provenance"] = stamp()
         results.write_atomic(report.with_suffix(".json"), json.dumps(results.json_safe(record), indent=2))
         results.write_atomic(report, value_loss_markdown.render(record, artefacts.name))
         return record
@@ -157,7 +168,7 @@ def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfe
         count = seeds if name == "training_budget" else (transfer_seeds or seeds)
         evaluated = candidates if name == "training_budget" else {"learned": chosen}
         part, curves = value_loss.held_out(evaluated, {name: spec}, {name: count}, preset, on_result=_print_result)
-        part[name]["config"]["measured"] = provenance(command, time.perf_counter() - tick)
+        part[name]["config"]["measured"] = stamp()
         held |= part
         if name == "training_budget":
             results.plot_labelled_curves(artefacts, {n: curves[name][n] for n in MAIN}, config.batch_size,
@@ -167,7 +178,7 @@ def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfe
         dynamics = value_loss_shape.critic_dynamics(
             {"learned": (learned_value_loss, chosen), "l2": (l2, None), "clipped_l2": (clipped_l2, None)},
             config, list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + DYNAMICS_SEEDS)))
-        dynamics["measured"] = provenance(command, time.perf_counter() - tick)
+        dynamics["measured"] = stamp()
         value_loss_plots.dynamics_figure(dynamics, artefacts / "critic.png")
     return write()
 
