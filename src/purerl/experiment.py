@@ -173,7 +173,8 @@ def run(
         summary["resumed_from_update"] = timing["first"]
         summary["devices"] = placement.num_devices
         summary["processes"] = jax.process_count()
-        summary["diverged"] = _diverged(members, metrics, placement.get(state.params, n))
+        summary["diverged"] = _diverged(members, metrics, placement.get(state.params, n),
+                                       registry.get(spec.algo).losses)
         summary = results.json_safe(summary)
     if writer:  # rewriting these from the checkpoint also completes a run killed before its outputs
         results.write_metrics_csv(out, metrics, cfg.batch_size, [members.label(i) for i in range(n)])
@@ -183,10 +184,11 @@ def run(
     return summary
 
 
-def _diverged(members: Members, metrics, params) -> list[str]:
-    """Members whose losses or final parameters are not finite (a diverged run still "finishes")."""
-    losses = np.stack([metrics[name] for name in ("policy_loss", "value_loss")])  # [2, updates, members]
-    bad = ~np.isfinite(losses).all(axis=(0, 1))
+def _diverged(members: Members, metrics, params, loss_names: tuple[str, ...]) -> list[str]:
+    """Members whose losses in the last update or final parameters are not finite (a diverged run
+    still "finishes"; a NaN stays NaN, and DQN has no loss before it starts learning)."""
+    losses = np.stack([metrics[name][-1] for name in loss_names])  # [losses, members]
+    bad = ~np.isfinite(losses).all(axis=0)
     for leaf in jax.tree.leaves(params):
         bad |= ~np.isfinite(np.asarray(leaf).reshape(len(members), -1)).all(axis=1)
     return [members.label(i) for i in np.flatnonzero(bad)]
