@@ -173,20 +173,22 @@ def run(
         summary["resumed_from_update"] = timing["first"]
         summary["devices"] = placement.num_devices
         summary["processes"] = jax.process_count()
-        summary["diverged"] = _diverged(members, metrics, placement.get(state.params, n))
+        summary["diverged"] = _diverged(members, metrics, placement.get(state.params, n),
+                                       registry.get(spec.algo).losses)
         summary = results.json_safe(summary)
     if writer:  # rewriting these from the checkpoint also completes a run killed before its outputs
         results.write_metrics_csv(out, metrics, cfg.batch_size, [members.label(i) for i in range(n)])
         results.write_summary(out, summary)
-        results.plot_curves(out, metrics["episode_return"], cfg.batch_size, members.groups(), f"{registry.get(spec.algo).title} on {cfg.env}")
+        results.plot_curves(out, metrics["episode_return"], cfg.batch_size, members.groups(),
+                            f"{registry.get(spec.algo).title} on {cfg.env}")
     return summary
 
 
-def _diverged(members: Members, metrics, params) -> list[str]:
+def _diverged(members: Members, metrics, params, loss_names: tuple[str, ...]) -> list[str]:
     """Members whose final parameters are not finite, or whose loss turned non-finite after being finite
     (a loss may be NaN before learning starts, as DQN's is until its buffer fills): a diverged run still
     "finishes", so it must be said."""
-    losses = np.stack([values for name, values in metrics.items() if name.endswith("loss")])  # [k, updates, members]
+    losses = np.stack([metrics[name] for name in loss_names])  # [losses, updates, members]
     finite = np.isfinite(losses)
     bad = (~finite & np.maximum.accumulate(finite, axis=1)).any(axis=(0, 1))
     for leaf in jax.tree.leaves(params):

@@ -29,12 +29,16 @@ class Algorithm:
     presets: dict[str, Preset]
     default_preset: Callable[[str, bool], str]
     networks: tuple[str, ...]  # the values of --network it accepts
+    losses: tuple[str, ...]  # loss metrics: not finite means the run diverged
 
 
 ALGORITHMS = {
-    "ppo": Algorithm("ppo", "PPO", PPOConfig, HyperParams, PPO_PRESETS, default_preset, NETWORKS),
-    "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",)),
-    "pqn": Algorithm("pqn", "PQN", pqn.PQNConfig, pqn.PQNHyperParams, pqn.PRESETS, pqn.default_preset, ("mlp",)),
+    "ppo": Algorithm("ppo", "PPO", PPOConfig, HyperParams, PPO_PRESETS, default_preset, NETWORKS,
+                     ("policy_loss", "value_loss")),
+    "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",),
+                     ("td_loss",)),
+    "pqn": Algorithm("pqn", "PQN", pqn.PQNConfig, pqn.PQNHyperParams, pqn.PRESETS, pqn.default_preset, ("mlp",),
+                     ("td_loss",)),
 }
 
 
