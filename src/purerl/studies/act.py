@@ -280,7 +280,7 @@ def run_cli(args) -> int:
 def _evolve(task: MetaTask, config: ESConfig, out: Path, args) -> None:
     evolution = Evolution(task, config)
     log = evolve_run(evolution, out, config_json(task, config, {"preset": args.preset}),
-                     overwrite=args.overwrite, progress=not args.no_progress)
+                     resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress)
     print(f"{task.name}: fitness mean {log[0]['mean']:.2f} -> {log[-1]['mean']:.2f} "
           f"(best {max(r['best'] for r in log):.2f}) over {len(log)} generations; {out}")
 
