@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--checkpoint-every", type=_positive(_float), default=60.0, metavar="SECONDS",
                        help="checkpoint at most this often (and always at the end, and on SIGINT/SIGTERM)")
 
+    train.add_argument("--config", type=Path, metavar="RUN/config.json",
+                       help="rerun exactly the experiment recorded there; other flags replace single fields")
     _add_distributed_flags(train)
 
     compare = sub.add_parser("compare", help="train several policy objectives on identical seeds")
@@ -157,6 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("what", choices=["value-loss", "drift"])
     analyze.add_argument("run_dir", help="value-loss: an evolve run; drift: ppo, dpo, or an LPO run/params path")
     analyze.add_argument("--out", type=Path, help="where to write (default RUN/analysis)")
+
+    for name, help_text in (("plot", "overlay runs (and their grid settings) as IQM curves with 95% bootstrap bands"),
+                            ("summary", "one table of the final returns of runs, with 95% CIs")):
+        compare_runs = sub.add_parser(name, help=help_text)
+        compare_runs.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="purerl train run directories")
+        if name == "plot":
+            compare_runs.add_argument("--out", type=Path, required=True, metavar="FILE.png")
+            compare_runs.add_argument("--metric", default="episode_return", help="a metrics.csv column (default return)")
 
     evaluate = sub.add_parser("eval", help="evaluate the greedy policy of a run")
     evaluate.add_argument("run_dir", type=Path)
@@ -261,11 +271,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     _join_processes(args)
     from purerl import experiment
 
-    spec = train_spec(args)
+    if args.config is not None:
+        from purerl import rerun
+
+        spec = rerun.apply_flags(rerun.load_spec(args.config), args, rerun.given_flags(args.argv))
+    else:
+        spec = train_spec(args)
     spec.validate()
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
-    out = args.out or _default_out(args.env)
+    out = args.out or _default_out(spec.config.env)
     summary = experiment.run(
         spec, out, resume=args.resume, overwrite=args.overwrite,
         progress=not args.no_progress, checkpoint_every_s=args.checkpoint_every,
@@ -500,11 +515,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_runs(args: argparse.Namespace) -> int:
+    from purerl import runs
+
+    return runs.main(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # which flags were written (train --config)
     from purerl.studies import mfos
 
-    commands = {"mfos": mfos.run_cli, "train": cmd_train, "eval": cmd_eval, "evolve": cmd_evolve, "analyze": cmd_analyze, "compare": cmd_compare, "act": cmd_act, "bench": cmd_bench}
+    commands = {"mfos": mfos.run_cli, "train": cmd_train, "eval": cmd_eval, "evolve": cmd_evolve, "analyze": cmd_analyze, "compare": cmd_compare, "act": cmd_act, "bench": cmd_bench, "plot": cmd_runs, "summary": cmd_runs}
     try:
         if host_devices.PROBLEM:
             raise ConfigError(host_devices.PROBLEM)
