@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--checkpoint-every", type=_positive(_float), default=60.0, metavar="SECONDS",
                        help="checkpoint at most this often (and always at the end, and on SIGINT/SIGTERM)")
 
+    train.add_argument("--log", action="append", choices=["tensorboard", "wandb"], default=[],
+                       help="also log every member and the aggregate once per chunk (repeatable)")
     train.add_argument("--config", type=Path, metavar="RUN/config.json",
                        help="rerun exactly the experiment recorded there; other flags replace single fields")
     _add_distributed_flags(train)
@@ -283,7 +285,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     out = args.out or _default_out(spec.config.env)
     summary = experiment.run(
         spec, out, resume=args.resume, overwrite=args.overwrite,
-        progress=not args.no_progress, checkpoint_every_s=args.checkpoint_every,
+        progress=not args.no_progress, checkpoint_every_s=args.checkpoint_every, log=args.log,
     )
     if is_writer():
         _print_summary(out, summary)

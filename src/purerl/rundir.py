@@ -30,7 +30,7 @@ CHECKPOINT = "checkpoint"
 OWN_ENTRIES = (
     MARKER, CONFIG, CHECKPOINT, "metrics.csv", "summary.json", "curves.png", "eval.json", "*.gif",
     "generations.csv", "fitness.png", "best_meta_params.msgpack", "mean_meta_params.msgpack", "analysis",
-    "report", ".*.tmp", ".*.tmp.png",
+    "report", ".*.tmp", ".*.tmp.png", "tensorboard", "wandb",
 )
 
 
