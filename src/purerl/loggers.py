@@ -51,21 +51,15 @@ class ChunkLogger:
         if not self.backends:
             return
         num_updates = next(iter(metrics.values())).shape[1]
+        steps = ((start + 1 + np.arange(num_updates)) * self.steps_per_update).tolist()
+        series = {key: {name: values[i] for name, values in metrics.items()} for i, key in enumerate(self.series)}
+        for setting, members in self.groups.items():
+            series[(setting, "aggregate")] = _aggregate({name: values[members] for name, values in metrics.items()})
+        # Per series and update, the finite values only: an update in which no episode ended has no return point.
+        points = {key: [{name: v[t] for name, v in lists.items() if np.isfinite(v[t])} for t in range(num_updates)]
+                  for key, lists in ((key, {n: v.tolist() for n, v in data.items()}) for key, data in series.items())}
         for backend in self.backends:
-            backend.begin((start + 1) * self.steps_per_update)
-        for t in range(num_updates):
-            step = (start + t + 1) * self.steps_per_update
-            rows = {}
-            for name, values in metrics.items():
-                for i, (setting, seed) in enumerate(self.series):
-                    rows[(setting, seed, name)] = values[i, t]
-            for setting, members in self.groups.items():
-                rows.update(_aggregate(setting, {name: values[members, t] for name, values in metrics.items()}))
-            finite = {key: float(v) for key, v in rows.items() if np.isfinite(v)}  # no episode ended: no point
-            for backend in self.backends:
-                backend.write(step, finite)
-        for backend in self.backends:
-            backend.flush()
+            backend.write(steps, points)
 
     def close(self) -> None:
         for backend in self.backends:
@@ -77,14 +71,15 @@ def _member_series(label: str) -> tuple[str, str]:
     return (setting or "default", seed)
 
 
-def _aggregate(setting: str, values: dict[str, np.ndarray]) -> dict:
+def _aggregate(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Over one setting's members ([members, updates] each): every metric's mean, and the return's IQM."""
     with warnings.catch_warnings():  # no member of the setting ended an episode this update: NaN, skipped
         warnings.simplefilter("ignore", RuntimeWarning)
-        rows = {(setting, "aggregate", name): np.nanmean(v) for name, v in values.items()}
-        returns = values["episode_return"]
-        finite = returns[np.isfinite(returns)]
-        rows[(setting, "aggregate", "episode_return_iqm")] = stats.iqm(finite) if finite.size else np.nan
-    return rows
+        means = {name: np.nanmean(v, axis=0) for name, v in values.items()}
+    returns = values["episode_return"]
+    means["episode_return_iqm"] = np.array([stats.iqm(column[np.isfinite(column)]) if np.isfinite(column).any()
+                                            else np.nan for column in returns.T])
+    return means
 
 
 class TensorBoard:
@@ -93,13 +88,17 @@ class TensorBoard:
     def __init__(self, out: Path, config: dict):
         self.root, self.writers, self.purge_step = out / TENSORBOARD_DIR, {}, None
 
-    def begin(self, first_step: int) -> None:
-        if self.purge_step is None:  # a resumed run drops what an earlier session logged past its checkpoint
-            self.purge_step = first_step
+    def write(self, steps: list[int], points: dict) -> None:
+        from tensorboardX.proto.summary_pb2 import Summary
 
-    def write(self, step: int, rows: dict) -> None:
-        for (setting, series, name), value in rows.items():
-            self._writer(setting, series).add_scalar(name, value, step)
+        if self.purge_step is None:  # a resumed run drops what an earlier session logged past its checkpoint
+            self.purge_step = steps[0]
+        for (setting, series), rows in points.items():
+            events = self._writer(setting, series)._get_file_writer()
+            for step, row in zip(steps, rows):  # one event per update holding every metric
+                values = [Summary.Value(tag=name, simple_value=value) for name, value in row.items()]
+                events.add_summary(Summary(value=values), step)
+        self.flush()
 
     def _writer(self, setting: str, series: str):
         if (setting, series) not in self.writers:
@@ -134,15 +133,11 @@ class WandB:
         self.run = wandb.init(dir=str(out), name=out.name, config=config, mode=mode, reinit="create_new")
         self.run.define_metric("*", step_metric="env_steps")
 
-    def begin(self, first_step: int) -> None:
-        pass
-
-    def write(self, step: int, rows: dict) -> None:
-        data = {f"{setting}/{series}/{name}": value for (setting, series, name), value in rows.items()}
-        self.run.log({"env_steps": step, **data})
-
-    def flush(self) -> None:
-        pass
+    def write(self, steps: list[int], points: dict) -> None:
+        for t, step in enumerate(steps):
+            data = {f"{setting}/{series}/{name}": value
+                    for (setting, series), rows in points.items() for name, value in rows[t].items()}
+            self.run.log({"env_steps": step, **data})
 
     def close(self) -> None:
         self.run.finish()
