@@ -41,7 +41,8 @@ def rollout(env, num_envs=8, steps=3 * TIME_LIMIT, seed=0):
     return obs, timesteps
 
 
-@pytest.mark.parametrize("suite", [pytest.param(s, marks=installed(s)) for s in SUITES])
+@pytest.mark.parametrize("suite", [pytest.param(s, marks=[installed(s)] + ([pytest.mark.slow] if s == "craftax" else []))
+                                   for s in SUITES])  # Craftax's step alone compiles for minutes on 2 CPU cores
 def test_reset_step_shapes_truncation_and_vmap(suite):
     env = envs.make(SUITES[suite], max_episode_steps=TIME_LIMIT)
     assert env.action_space.discrete and env.action_space.num_actions > 1

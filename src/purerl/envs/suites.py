@@ -156,7 +156,8 @@ class Craftax(SuiteEnv):
 
 
 class Jumanji(SuiteEnv):
-    """Jumanji: a last step with discount 0 is a real end, with discount 1 a time limit. The observation's
+    """Jumanji: a last step is a time limit when its discount is 1 or the step count reached the time limit
+    (most tasks, Snake among them, end a time limit with discount 0), else a real end. The observation's
     arrays (grid, counters, action mask) are flattened and joined into one vector."""
 
     def __init__(self, name, task, max_episode_steps):
@@ -181,8 +182,10 @@ class Jumanji(SuiteEnv):
     def _step(self, key, state, action):
         state, timestep = self.env.step(state, action)
         last = timestep.last()
-        return (state, _flat(timestep.observation), timestep.reward,
-                last & (timestep.discount == 0), last & (timestep.discount != 0))
+        time_up = timestep.discount != 0
+        if self.max_episode_steps and hasattr(state, "step_count"):  # most tasks end a time limit with discount 0
+            time_up = time_up | (state.step_count >= self.max_episode_steps)
+        return state, _flat(timestep.observation), timestep.reward, last & ~time_up, last & time_up
 
 
 def _flat(observation) -> jax.Array:
