@@ -82,11 +82,15 @@ def test_chunk_logger_skips_updates_in_which_no_episode_ended():
         def write(self, steps, points):
             written.append((steps, points))
 
+        def close(self):
+            pass
+
     loggers._BACKENDS["recorder"] = Recorder
     try:
         chunk_logger = loggers.ChunkLogger(["recorder"], "unused", ["seed=0", "seed=1"], {"default": [0, 1]}, 10, {})
         chunk_logger.write(3, {"episode_return": np.array([[np.nan, 2.0], [np.nan, np.nan]]),
                                "value_loss": np.array([[0.5, 0.25], [1.5, 0.75]])})
+        chunk_logger.close()
     finally:
         del loggers._BACKENDS["recorder"]
     [(steps, points)] = written

@@ -13,6 +13,7 @@ import os
 import socket
 import urllib.parse
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -45,11 +46,19 @@ class ChunkLogger:
         self.labels, self.groups, self.steps_per_update = labels, groups, steps_per_update
         self.series = [_member_series(label) for label in labels]  # (setting, "seed=N") per member
         self.backends = [_BACKENDS[kind](Path(out), config) for kind in kinds]
+        # One background thread writes while the next chunk computes (XLA releases the GIL), in chunk order.
+        self.worker = ThreadPoolExecutor(max_workers=1) if self.backends else None
+        self.pending = None
 
     def write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
-        """`metrics[name]` is [members, updates] for updates start, start+1, ... of this chunk."""
+        """`metrics[name]` is [members, updates] (host arrays) for updates start, start+1, ... of this chunk."""
         if not self.backends:
             return
+        if self.pending is not None:
+            self.pending.result()  # the previous chunk is out, and its errors surface here
+        self.pending = self.worker.submit(self._write, start, metrics)
+
+    def _write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
         num_updates = next(iter(metrics.values())).shape[1]
         steps = ((start + 1 + np.arange(num_updates)) * self.steps_per_update).tolist()
         series = {key: {name: values[i] for name, values in metrics.items()} for i, key in enumerate(self.series)}
@@ -62,6 +71,9 @@ class ChunkLogger:
             backend.write(steps, points)
 
     def close(self) -> None:
+        if self.pending is not None:
+            self.pending.result()
+            self.worker.shutdown()
         for backend in self.backends:
             backend.close()
 
