@@ -4,19 +4,9 @@ import json
 
 import pytest
 
+from cli_run import SMALL, run_cli
 from purerl.cli import main
 
-SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "2",
-         "--num-minibatches", "2", "--no-progress"]
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")

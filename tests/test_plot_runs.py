@@ -5,19 +5,11 @@ import numpy as np
 import pytest
 
 from purerl import runs
+from cli_run import run_cli
 from purerl.cli import main
 
 SMALL = ["--num-steps", "32", "--total-timesteps", "2048", "--update-epochs", "2", "--num-minibatches", "2",
          "--no-progress"]
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
