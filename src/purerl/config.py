@@ -161,10 +161,37 @@ PRESETS: dict[str, Preset] = {
                     num_minibatches=32, normalize_obs=True, normalize_reward=True),
         hyperparams=dict(lr=1e-3, gamma=0.95, ent_coef=0.0),
     ),
+    # Suites from optional extras (envs/suites.py); budgets sized for a 2-core CPU, not taken from papers.
+    "gridworld": Preset(
+        "navix and XLand-MiniGrid MiniGrid tasks on a CPU budget: 16 envs x 128 steps, 1e6 steps, "
+        "4 epochs x 8 minibatches, relu",
+        action="discrete",
+        config=dict(num_envs=16, num_steps=128, total_timesteps=1_000_000, num_minibatches=8, activation="relu"),
+    ),
+    "craftax": Preset(
+        "Craftax (symbolic) on a CPU budget: 32 envs x 64 steps, 1e6 steps, 4 epochs x 8 minibatches, "
+        "256-256 relu, lr 2e-4",
+        action="discrete",
+        config=dict(num_envs=32, num_steps=64, total_timesteps=1_000_000, num_minibatches=8,
+                    hidden_sizes=(256, 256), activation="relu"),
+        hyperparams=dict(lr=2e-4),
+    ),
+    "jumanji": Preset(
+        "Jumanji tasks (flattened observation arrays) on a CPU budget: 16 envs x 128 steps, 1e6 steps, "
+        "4 epochs x 8 minibatches, relu, observation normalisation, lr 3e-4",
+        action="discrete",
+        config=dict(num_envs=16, num_steps=128, total_timesteps=1_000_000, num_minibatches=8, activation="relu",
+                    normalize_obs=True),
+        hyperparams=dict(lr=3e-4),
+    ),
 }
+
+SUITE_PRESETS = {"navix": "gridworld", "xminigrid": "gridworld", "craftax": "craftax", "jumanji": "jumanji"}
 
 
 def default_preset(env_name: str, discrete: bool) -> str:
+    if env_name.partition(":")[0] in SUITE_PRESETS:
+        return SUITE_PRESETS[env_name.partition(":")[0]]
     if env_name.endswith("-MinAtar"):
         return "minatar"
     if env_name.startswith("brax:"):

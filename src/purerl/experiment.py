@@ -19,7 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from purerl import __version__, envs, results, rundir, stats
+from purerl import __version__, envs, loggers, results, rundir, stats
 from purerl.algos import registry
 from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
 from purerl.config import ConfigError, HyperParams, PPOConfig
@@ -124,6 +124,7 @@ def run(
     chunk_updates: int | None = None,
     checkpoint_every_s: float = 60.0,
     stop_after_chunks: int | None = None,
+    log: list[str] | None = None,
 ) -> dict[str, Any] | None:
     """Train every member, writing the run directory. Returns the summary (None if stopped early).
 
@@ -131,6 +132,7 @@ def run(
     """
     out = Path(out)
     members = spec.validate()
+    loggers.check(log or [])
     config_json = spec.to_json()
     resumed = rundir.prepare(out, config_json, resume, overwrite)
     train = spec.build()
@@ -147,6 +149,8 @@ def run(
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
     meta_params = spec.meta_params()
     steps_per_update = cfg.batch_size  # per member: the progress bar, like the plots, counts one agent's steps
+    chunk_log = loggers.ChunkLogger(log if writer and log else [], out, [members.label(i) for i in range(n)],
+                                    members.groups(), steps_per_update, config_json)
     with TrainingBar(progress and writer, cfg.num_updates * steps_per_update, n) as bar:
         compile_start = time.perf_counter()
         state = init_fn(keys, hps)
@@ -155,12 +159,15 @@ def run(
         def advance_bar(start, stop, state):
             returns = placement.get(state.metrics["episode_return"][:, start:stop], n)
             bar.advance(steps_per_update * start, steps_per_update * stop, returns)
+            if log:  # every process joins the gather; only the writer's logger has backends
+                chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], state.metrics), n))
 
         finished = run_chunks(run_fn, state, placement, n, cfg.num_updates, shared=(hps, meta_params),
                               checkpoint_dir=out / results.CHECKPOINT, resume=resumed,
                               chunk=chunk_updates or max(1, math.ceil(cfg.num_updates / 25)),
                               checkpoint_every_s=checkpoint_every_s, stop_after_chunks=stop_after_chunks,
                               on_chunk=advance_bar)
+    chunk_log.close()
     if finished is None:
         return None
     state, timing = finished

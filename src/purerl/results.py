@@ -92,18 +92,19 @@ def write_summary(out: Path, summary: dict[str, Any]) -> None:
 
 
 def plot_labelled_curves(out: Path, curves: dict[str, np.ndarray], steps_per_update: int, title: str,
-                         filename: str = CURVES) -> Path:
+                         filename: str = CURVES, ylabel: str = "episode return") -> Path:
     """`plot_curves` for separate runs: one [updates, seeds] array per label, one line each."""
     groups, start = {}, 0
     for label, curve in curves.items():
         groups[label] = list(range(start, start + curve.shape[1]))
         start += curve.shape[1]
-    return plot_curves(out, np.concatenate(list(curves.values()), axis=1), steps_per_update, groups, title, filename)
+    return plot_curves(out, np.concatenate(list(curves.values()), axis=1), steps_per_update, groups, title, filename,
+                       ylabel)
 
 
 def plot_curves(
     out: Path, episode_return: np.ndarray, steps_per_update: int, groups: dict[str, list[int]], title: str,
-    filename: str = CURVES,
+    filename: str = CURVES, ylabel: str = "episode return",
 ) -> Path:
     """IQM return over seeds with a 95% bootstrap band, one line per hyperparameter setting."""
     import matplotlib
@@ -131,7 +132,7 @@ def plot_curves(
     if not np.isfinite(filled).any():
         ax.text(0.5, 0.5, "no episode ended", transform=ax.transAxes, ha="center", va="center")
     ax.set_xlabel("environment steps")
-    ax.set_ylabel(f"episode return (IQM, 95% CI; {window}-update average)")
+    ax.set_ylabel(f"{ylabel} (IQM, 95% CI; {window}-update average)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     if len(groups) > 1 or next(iter(groups)) != "default" or not np.isfinite(filled).any():

@@ -30,7 +30,8 @@ CHECKPOINT = "checkpoint"
 OWN_ENTRIES = (
     MARKER, CONFIG, CHECKPOINT, "metrics.csv", "summary.json", "curves.png", "eval.json", "*.gif",
     "generations.csv", "fitness.png", "best_meta_params.msgpack", "mean_meta_params.msgpack", "analysis",
-    "report", "rewards.png", "policies.png", "learning.png", "mfos.md", "mfos", "table.json", ".*.tmp", ".*.tmp.png",
+    "report", "rewards.png", "policies.png", "learning.png", "mfos.md", "mfos", "table.json", "tensorboard", "wandb",
+    ".*.tmp", ".*.tmp.png",
 )
 
 

@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.choices["mfos"].set_defaults(run=mfos.run_cli)
     meta.add_analyze(sub)
     tools.add_results(sub)
+    tools.add_runs(sub)
     train.add_eval(sub)
     return parser
 

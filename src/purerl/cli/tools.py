@@ -87,3 +87,21 @@ def cmd_results(args: argparse.Namespace) -> int:
     print(f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
           f"all {len(provenance.STUDIES)} documents current")
     return 1 if stale else 0
+
+
+def add_runs(sub) -> None:
+    """`purerl plot` and `purerl summary`: compare finished runs."""
+    for name, help_text in (("plot", "overlay runs (and their grid settings) as IQM curves with 95% bootstrap bands"),
+                            ("summary", "one table of the final returns of runs, with 95% CIs")):
+        compare_runs = sub.add_parser(name, help=help_text)
+        compare_runs.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="purerl train run directories")
+        if name == "plot":
+            compare_runs.add_argument("--out", type=Path, required=True, metavar="FILE.png")
+            compare_runs.add_argument("--metric", default="episode_return", help="a metrics.csv column (default return)")
+        compare_runs.set_defaults(run=cmd_runs)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from purerl import runs
+
+    return runs.main(args)

@@ -24,6 +24,10 @@ def add_train(sub) -> None:
     train.add_argument("--overwrite", action="store_true", help="replace whatever run is in --out")
     train.add_argument("--checkpoint-every", type=positive(finite_float), default=60.0, metavar="SECONDS",
                        help="checkpoint at most this often (and always at the end, and on SIGINT/SIGTERM)")
+    train.add_argument("--log", action="append", choices=["tensorboard", "wandb"], default=[],
+                       help="also log every member and the aggregate once per chunk (repeatable)")
+    train.add_argument("--config", type=Path, metavar="RUN/config.json",
+                       help="rerun exactly the experiment recorded there; other flags replace single fields")
 
     add_distributed_flags(train)
     train.set_defaults(run=cmd_train)
@@ -99,14 +103,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     join_processes(args)
     from purerl import experiment
 
-    spec = train_spec(args)
+    if args.config is not None:
+        from purerl import rerun
+
+        spec = rerun.apply_flags(rerun.load_spec(args.config), args, rerun.given_flags(args.argv))
+    else:
+        spec = train_spec(args)
     spec.validate()
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
-    out = args.out or default_out(args.env)
+    out = args.out or default_out(spec.config.env)
     summary = experiment.run(
         spec, out, resume=args.resume, overwrite=args.overwrite,
-        progress=not args.no_progress, checkpoint_every_s=args.checkpoint_every,
+        progress=not args.no_progress, checkpoint_every_s=args.checkpoint_every, log=args.log,
     )
     if is_writer():
         print_summary(out, summary)

@@ -27,6 +27,10 @@ def available() -> list[str]:
 
 def check_name(name: str) -> None:
     """Raise `UnknownEnvError` with close matches, without building anything."""
+    from purerl.envs import suites
+
+    if suites.is_suite_id(name):  # navix:, xminigrid:, craftax:, jumanji: (optional extras)
+        return suites.check(name)
     names = available()
     if name.startswith("brax:") and name in names:
         try:
@@ -43,13 +47,18 @@ def check_name(name: str) -> None:
 def make(name: str, max_episode_steps: int | None = None, **env_kwargs) -> Env:
     """Build an environment by id, with flat float observations and episode stats.
 
-    gymnax ids build gymnax envs; `brax:NAME` builds a Brax env (kwargs: backend).
+    gymnax ids build gymnax envs; `brax:NAME` builds a Brax env (kwargs: backend);
+    `navix:`, `xminigrid:`, `craftax:` and `jumanji:` ids build those suites' envs (see `suites`).
     `max_episode_steps` replaces the env's time limit (for example CartPole capped
     at 200 steps, as in v0). Continuous action spaces also get `ClipAction`.
     """
     import gymnax
 
+    from purerl.envs import suites
+
     check_name(name)
+    if suites.is_suite_id(name):
+        return EpisodeStats(FlattenObservation(suites.make(name, max_episode_steps)))
     if name.startswith("brax:"):
         from purerl.envs.brax import BraxEnv
 

@@ -1,0 +1,192 @@
+"""Other JAX environment suites, as optional extras: `navix:`, `xminigrid:`, `craftax:`, `jumanji:` ids.
+
+Each suite has its own step API and its own way of ending episodes (navix and XLand-MiniGrid
+reset one step late, Craftax and Jumanji not at all, and each marks a time limit differently).
+`SuiteEnv.step` gives them all purerl's contract: the reset happens inside the step, a
+time limit is `truncated` and never `terminated`, and `final_obs` is the observation the step
+reached before the reset, so PPO bootstraps from it after a truncation.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+
+import jax
+import jax.numpy as jnp
+
+from purerl.config import ConfigError
+from purerl.envs.core import ActionSpace, Env, Timestep
+
+SUITES = {"navix": "navix", "xminigrid": "xminigrid", "craftax": "craftax", "jumanji": "jumanji"}  # prefix: module
+CRAFTAX_IDS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
+
+
+def is_suite_id(name: str) -> bool:
+    return name.partition(":")[0] in SUITES
+
+
+def task_ids(suite: str) -> list[str]:
+    """The ids a suite accepts after its prefix (it must be installed)."""
+    if suite == "navix":
+        import navix
+
+        return list(navix.registry())
+    if suite == "xminigrid":  # XLand tasks need a downloaded benchmark of rules; the MiniGrid ports do not
+        import xminigrid
+
+        return [name for name in xminigrid.registered_environments() if name.startswith("MiniGrid-")]
+    if suite == "craftax":
+        return list(CRAFTAX_IDS)
+    import jumanji
+
+    return list(jumanji.registered_environments())
+
+
+def check(name: str) -> None:
+    """One line naming the extra to install, or the suite's close matches, before anything is built."""
+    suite, _, task = name.partition(":")
+    if importlib.util.find_spec(SUITES[suite]) is None:
+        raise ConfigError(f"{name} needs {SUITES[suite]}: pip install 'purerl[{suite}]'")
+    known = task_ids(suite)
+    if task not in known:
+        close = difflib.get_close_matches(task, known, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(f'{suite}:{c}' for c in close)}?" if close else f"known: {', '.join(known)}"
+        raise ConfigError(f"unknown {suite} environment '{task}'; {hint}")
+
+
+def make(name: str, max_episode_steps: int | None = None) -> Env:
+    check(name)
+    suite, _, task = name.partition(":")
+    return {"navix": Navix, "xminigrid": XMiniGrid, "craftax": Craftax, "jumanji": Jumanji}[suite](
+        name, task, max_episode_steps)
+
+
+class SuiteEnv(Env):
+    """A suite env under purerl's contract. Subclasses give `_reset(key) -> (obs, inner)` and
+    `_step(key, inner, action) -> (inner, obs, reward, terminated, truncated)`, neither resetting."""
+
+    def _init_spaces(self, num_actions: int) -> None:
+        obs = jax.eval_shape(lambda key: self._reset(key)[0], jax.random.PRNGKey(0))
+        self.observation_shape = tuple(obs.shape)
+        self.action_space = ActionSpace(discrete=True, num_actions=int(num_actions))
+
+    def reset(self, key):
+        return self._reset(key)
+
+    def step(self, key, state, action):
+        step_key, reset_key = jax.random.split(key)
+        inner, obs, reward, terminated, truncated = self._step(step_key, state, action)
+        terminated = jnp.asarray(terminated, bool)
+        truncated = jnp.logical_and(jnp.asarray(truncated, bool), jnp.logical_not(terminated))
+        done = jnp.logical_or(terminated, truncated)
+        reset_obs, reset_inner = self._reset(reset_key)
+        keep_dtype = lambda fresh, old: jnp.where(done, fresh, old).astype(old.dtype)  # noqa: E731
+        timestep = Timestep(obs=keep_dtype(reset_obs, obs), reward=jnp.asarray(reward, jnp.float32),
+                            terminated=terminated, truncated=truncated, final_obs=obs, info={})
+        return jax.tree.map(keep_dtype, reset_inner, inner), timestep
+
+
+class Navix(SuiteEnv):
+    """navix MiniGrid: its timestep's `step_type` is 1 for a time limit and 2 for a real end."""
+
+    def __init__(self, name, task, max_episode_steps):
+        import navix
+
+        self.name, self.navix = name, navix.make(task, **({"max_steps": max_episode_steps} if max_episode_steps else {}))
+        self.max_episode_steps = int(self.navix.max_steps)
+        self._init_spaces(int(self.navix.action_space.maximum) + 1)
+
+    def _reset(self, key):
+        timestep = self.navix.reset(key)
+        return timestep.observation, timestep
+
+    def _step(self, key, timestep, action):
+        stepped = self.navix.step(timestep, action)  # never given an ended timestep, so it never resets itself
+        return stepped, stepped.observation, stepped.reward, stepped.step_type == 2, stepped.step_type == 1
+
+
+class XMiniGrid(SuiteEnv):
+    """XLand-MiniGrid: a last step with discount 0 is a real end, with discount 1 a time limit."""
+
+    def __init__(self, name, task, max_episode_steps):
+        import xminigrid
+
+        self.name = name
+        self.env, self.params = xminigrid.make(task)
+        if max_episode_steps:
+            self.params = self.params.replace(max_steps=max_episode_steps)
+        self.max_episode_steps = int(self.params.max_steps)
+        self._init_spaces(self.env.num_actions(self.params))
+
+    def _reset(self, key):
+        timestep = self.env.reset(self.params, key)
+        return timestep.observation, timestep
+
+    def _step(self, key, timestep, action):
+        stepped = self.env.step(self.params, timestep, action)
+        last = stepped.last()
+        return stepped, stepped.observation, stepped.reward, last & (stepped.discount == 0), last & (stepped.discount != 0)
+
+
+class Craftax(SuiteEnv):
+    """Craftax (symbolic observations), built without its own auto-reset. Its `done` mixes death and the
+    time limit; here the time limit alone is a truncation."""
+
+    def __init__(self, name, task, max_episode_steps):
+        from craftax.craftax_env import make_craftax_env_from_name
+
+        self.name = name
+        self.env = make_craftax_env_from_name(task, auto_reset=False)
+        self.params = self.env.default_params
+        if max_episode_steps:
+            self.params = self.params.replace(max_timesteps=max_episode_steps)
+        self.max_episode_steps = int(self.params.max_timesteps)
+        self._init_spaces(self.env.num_actions)
+
+    def _reset(self, key):
+        obs, state = self.env.reset_env(key, self.params)
+        return obs, state
+
+    def _step(self, key, state, action):
+        obs, state, reward, done, _ = self.env.step_env(key, state, action, self.params)
+        time_up = state.timestep >= self.params.max_timesteps
+        ended_by_play = state.player_health <= 0
+        return state, obs, reward, done & (ended_by_play | ~time_up), done & time_up
+
+
+class Jumanji(SuiteEnv):
+    """Jumanji: a last step is a time limit when its discount is 1 or the step count reached the time limit
+    (most tasks, Snake among them, end a time limit with discount 0), else a real end. The observation's
+    arrays (grid, counters, action mask) are flattened and joined into one vector."""
+
+    def __init__(self, name, task, max_episode_steps):
+        import jumanji
+        import jumanji.specs
+
+        self.name = name
+        try:
+            self.env = jumanji.make(task, **({"time_limit": max_episode_steps} if max_episode_steps else {}))
+        except TypeError:
+            raise ConfigError(f"{name} takes no time limit; leave out max_episode_steps") from None
+        spec = self.env.action_spec
+        if not isinstance(spec, jumanji.specs.DiscreteArray):
+            raise ConfigError(f"{name} has a {type(spec).__name__} action space; purerl's PPO takes one discrete action")
+        self.max_episode_steps = int(getattr(self.env, "time_limit", 0) or 0)
+        self._init_spaces(spec.num_values)
+
+    def _reset(self, key):
+        state, timestep = self.env.reset(key)
+        return _flat(timestep.observation), state
+
+    def _step(self, key, state, action):
+        state, timestep = self.env.step(state, action)
+        last = timestep.last()
+        time_up = timestep.discount != 0
+        if self.max_episode_steps and hasattr(state, "step_count"):  # most tasks end a time limit with discount 0
+            time_up = time_up | (state.step_count >= self.max_episode_steps)
+        return state, _flat(timestep.observation), timestep.reward, last & ~time_up, last & time_up
+
+
+def _flat(observation) -> jax.Array:
+    return jnp.concatenate([jnp.ravel(jnp.asarray(leaf, jnp.float32)) for leaf in jax.tree.leaves(observation)])

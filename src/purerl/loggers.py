@@ -1,0 +1,167 @@
+"""`--log tensorboard` and `--log wandb`: training metrics sent out once per chunk, from the host.
+
+The compiled program already keeps one metric row per update in a preallocated buffer, so
+logging never reaches into it with a per-step callback: after each chunk the host hands the
+chunk's rows to `ChunkLogger.write`. Every member (seed x grid setting) is its own series,
+next to an aggregate per setting (mean of each metric over the setting's seeds, and the IQM
+of the episode return). The x axis is env steps per member, as in curves.png and metrics.csv.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import urllib.parse
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from purerl import stats
+from purerl.config import ConfigError
+
+EXTRAS = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wandb")}  # kind: (module, extra)
+TENSORBOARD_DIR = "tensorboard"
+WANDB_DIR = "wandb"
+
+
+def check(kinds: list[str]) -> None:
+    """One-line error for an unknown logger or one whose package is missing, before anything runs."""
+    import importlib.util
+
+    for kind in kinds:
+        if kind not in EXTRAS:
+            raise ConfigError(f"unknown logger '{kind}'; choose from {', '.join(EXTRAS)}")
+        module, extra = EXTRAS[kind]
+        if importlib.util.find_spec(module) is None:
+            raise ConfigError(f"--log {kind} needs {module}: pip install 'purerl[{extra}]'")
+
+
+class ChunkLogger:
+    """Fans one chunk of metrics out to every chosen backend (none: `write` does nothing)."""
+
+    def __init__(self, kinds: list[str], out: Path, labels: list[str], groups: dict[str, list[int]],
+                 steps_per_update: int, config: dict):
+        self.labels, self.groups, self.steps_per_update = labels, groups, steps_per_update
+        self.series = [_member_series(label) for label in labels]  # (setting, "seed=N") per member
+        self.backends = [_BACKENDS[kind](Path(out), config) for kind in kinds]
+        # One background thread writes while the next chunk computes (XLA releases the GIL), in chunk order.
+        self.worker = ThreadPoolExecutor(max_workers=1) if self.backends else None
+        self.pending = None
+
+    def write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
+        """`metrics[name]` is [members, updates] (host arrays) for updates start, start+1, ... of this chunk."""
+        if not self.backends:
+            return
+        if self.pending is not None:
+            self.pending.result()  # the previous chunk is out, and its errors surface here
+        self.pending = self.worker.submit(self._write, start, metrics)
+
+    def _write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
+        num_updates = next(iter(metrics.values())).shape[1]
+        steps = ((start + 1 + np.arange(num_updates)) * self.steps_per_update).tolist()
+        series = {key: {name: values[i] for name, values in metrics.items()} for i, key in enumerate(self.series)}
+        for setting, members in self.groups.items():
+            series[(setting, "aggregate")] = _aggregate({name: values[members] for name, values in metrics.items()})
+        # Per series and update, the finite values only: an update in which no episode ended has no return point.
+        points = {key: [{name: v[t] for name, v in lists.items() if np.isfinite(v[t])} for t in range(num_updates)]
+                  for key, lists in ((key, {n: v.tolist() for n, v in data.items()}) for key, data in series.items())}
+        for backend in self.backends:
+            backend.write(steps, points)
+
+    def close(self) -> None:
+        if self.pending is not None:
+            self.pending.result()
+            self.worker.shutdown()
+        for backend in self.backends:
+            backend.close()
+
+
+def _member_series(label: str) -> tuple[str, str]:
+    setting, _, seed = label.rpartition(",")
+    return (setting or "default", seed)
+
+
+def _aggregate(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Over one setting's members ([members, updates] each): every metric's mean, and the return's IQM."""
+    with warnings.catch_warnings():  # no member of the setting ended an episode this update: NaN, skipped
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = {name: np.nanmean(v, axis=0) for name, v in values.items()}
+    returns = values["episode_return"]
+    means["episode_return_iqm"] = np.array([stats.iqm(column[np.isfinite(column)]) if np.isfinite(column).any()
+                                            else np.nan for column in returns.T])
+    return means
+
+
+class TensorBoard:
+    """Event files under RUN/tensorboard/SETTING/{seed=N,aggregate}: TensorBoard shows each as a run."""
+
+    def __init__(self, out: Path, config: dict):
+        self.root, self.writers, self.purge_step = out / TENSORBOARD_DIR, {}, None
+
+    def write(self, steps: list[int], points: dict) -> None:
+        from tensorboardX.proto.summary_pb2 import Summary
+
+        if self.purge_step is None:  # a resumed run drops what an earlier session logged past its checkpoint
+            self.purge_step = steps[0]
+        for (setting, series), rows in points.items():
+            events = self._writer(setting, series)._get_file_writer()
+            for step, row in zip(steps, rows):  # one event per update holding every metric
+                values = [Summary.Value(tag=name, simple_value=value) for name, value in row.items()]
+                events.add_summary(Summary(value=values), step)
+        self.flush()
+
+    def _writer(self, setting: str, series: str):
+        if (setting, series) not in self.writers:
+            from tensorboardX import SummaryWriter
+
+            purge = self.purge_step if self.purge_step and self.purge_step > 0 else None
+            self.writers[(setting, series)] = SummaryWriter(str(self.root / setting / series), purge_step=purge,
+                                                            flush_secs=3600)
+        return self.writers[(setting, series)]
+
+    def flush(self) -> None:
+        for writer in self.writers.values():
+            writer.flush()
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+
+class WandB:
+    """One W&B run per purerl run (its config attached), with a series per member and per setting aggregate.
+
+    Without a network connection it logs offline into RUN/wandb (`wandb sync` uploads it later);
+    WANDB_MODE, when set, decides instead.
+    """
+
+    def __init__(self, out: Path, config: dict):
+        import wandb
+
+        mode = os.environ.get("WANDB_MODE") or ("online" if _reachable(wandb.Settings().base_url) else "offline")
+        (out / WANDB_DIR).mkdir(exist_ok=True)
+        self.run = wandb.init(dir=str(out), name=out.name, config=config, mode=mode, reinit="create_new")
+        self.run.define_metric("*", step_metric="env_steps")
+
+    def write(self, steps: list[int], points: dict) -> None:
+        for t, step in enumerate(steps):
+            data = {f"{setting}/{series}/{name}": value
+                    for (setting, series), rows in points.items() for name, value in rows[t].items()}
+            self.run.log({"env_steps": step, **data})
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+def _reachable(url: str, timeout_s: float = 2.0) -> bool:
+    parsed = urllib.parse.urlparse(url)
+    try:
+        socket.create_connection((parsed.hostname, parsed.port or 443), timeout=timeout_s).close()
+        return True
+    except OSError:
+        return False
+
+
+_BACKENDS = {"tensorboard": TensorBoard, "wandb": WandB}

@@ -1,0 +1,16 @@
+"""Running the CLI in-process for tests: exit code, stdout and stderr of one `purerl ...` call."""
+
+from purerl.cli import main
+
+# A CartPole run small enough to compile and train in seconds.
+SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "2",
+         "--num-minibatches", "2", "--no-progress"]
+
+
+def run_cli(capsys, *argv):
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit_:  # argparse-level errors
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -1,0 +1,109 @@
+"""`--log tensorboard` writes event files TensorBoard reads back; `--log wandb` logs offline without a network."""
+
+import csv
+import math
+
+import numpy as np
+import pytest
+
+from purerl import loggers
+from cli_run import SMALL, run_cli
+from purerl.cli import main
+
+
+
+def read_scalars(run_dir):
+    """TensorBoard's own reader over one TensorBoard run directory: {tag: [(step, value), ...]}."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(run_dir))
+    accumulator.Reload()
+    return {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]}
+
+
+@pytest.fixture(scope="module")
+def logged_run(tmp_path_factory):
+    pytest.importorskip("tensorboardX")
+    pytest.importorskip("tensorboard")
+    out = tmp_path_factory.mktemp("tb") / "run"
+    assert main(["train", "--out", str(out), "--seeds", "2", "--lr", "1e-3,3e-3", "--log", "tensorboard", *SMALL]) == 0
+    return out
+
+
+def test_every_member_and_each_setting_aggregate_is_its_own_tensorboard_run(logged_run):
+    root = logged_run / loggers.TENSORBOARD_DIR
+    runs = sorted(str(p.relative_to(root)) for p in root.glob("*/*") if p.is_dir())
+    assert runs == ["lr=0.001/aggregate", "lr=0.001/seed=0", "lr=0.001/seed=1",
+                    "lr=0.003/aggregate", "lr=0.003/seed=0", "lr=0.003/seed=1"]
+
+
+def test_event_files_hold_the_same_numbers_as_metrics_csv(logged_run):
+    with open(logged_run / "metrics.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    member = read_scalars(logged_run / loggers.TENSORBOARD_DIR / "lr=0.003" / "seed=1")
+    assert {"episode_return", "policy_loss", "value_loss"} <= set(member)
+    expected = [(int(r["env_steps"]), float(r["episode_return[lr=0.003,seed=1]"])) for r in rows
+                if r["episode_return[lr=0.003,seed=1]"]]
+    assert [step for step, _ in member["episode_return"]] == [step for step, _ in expected]
+    for (_, logged), (_, written) in zip(member["episode_return"], expected):
+        assert math.isclose(logged, written, rel_tol=1e-5)  # metrics.csv keeps 6 significant digits
+    aggregate = read_scalars(logged_run / loggers.TENSORBOARD_DIR / "lr=0.003" / "aggregate")
+    assert {"episode_return", "episode_return_iqm", "value_loss"} <= set(aggregate)
+    assert aggregate["value_loss"][0][0] == 128  # x axis: env steps per member after the first update
+
+
+def test_wandb_logs_offline_without_a_network(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setattr(loggers, "_reachable", lambda url, timeout_s=2.0: False)  # as on a machine with no network
+    out = tmp_path / "run"
+    assert main(["train", "--out", str(out), "--seeds", "2", "--log", "wandb", *SMALL]) == 0
+    offline = list((out / loggers.WANDB_DIR).glob("offline-run-*/run-*.wandb"))
+    assert len(offline) == 1 and offline[0].stat().st_size > 0
+
+
+def test_chunk_logger_skips_updates_in_which_no_episode_ended():
+    written = []
+
+    class Recorder:
+        def __init__(self, out, config):
+            pass
+
+        def write(self, steps, points):
+            written.append((steps, points))
+
+        def close(self):
+            pass
+
+    loggers._BACKENDS["recorder"] = Recorder
+    try:
+        chunk_logger = loggers.ChunkLogger(["recorder"], "unused", ["seed=0", "seed=1"], {"default": [0, 1]}, 10, {})
+        chunk_logger.write(3, {"episode_return": np.array([[np.nan, 2.0], [np.nan, np.nan]]),
+                               "value_loss": np.array([[0.5, 0.25], [1.5, 0.75]])})
+        chunk_logger.close()
+    finally:
+        del loggers._BACKENDS["recorder"]
+    [(steps, points)] = written
+    assert steps == [40, 50]  # env steps per member after updates 3 and 4
+    assert points[("default", "seed=0")] == [{"value_loss": 0.5}, {"episode_return": 2.0, "value_loss": 0.25}]
+    assert points[("default", "aggregate")][0] == {"value_loss": 1.0}
+    assert points[("default", "aggregate")][1] == {"episode_return": 2.0, "episode_return_iqm": 2.0, "value_loss": 0.5}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--log", "csv"], "invalid choice: 'csv'"),
+])
+def test_bad_logger_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, argv, message):
+    out = tmp_path / "run"
+    code, _, err = run_cli(capsys, "train", "--out", out, *argv, *SMALL)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_missing_logger_package_names_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    with pytest.raises(loggers.ConfigError, match=r"pip install 'purerl\[wandb\]'"):
+        loggers.check(["wandb"])
