@@ -127,6 +127,8 @@ def test_sigkill_mid_run_then_resume_gives_exactly_the_uninterrupted_es_mean(tmp
 def test_evolve_cli_refuses_a_different_run_in_the_same_directory(tmp_path, capsys):
     from purerl.cli import main
 
-    (tmp_path / "config.json").write_text('{"command": "train"}')
+    from purerl import rundir
+
+    rundir.start(tmp_path, {"command": "train"}, resumed=False)
     code = main([*COMMAND, "--out", str(tmp_path)])
     assert code == 2 and "already holds a different run" in capsys.readouterr().err
