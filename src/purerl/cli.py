@@ -106,12 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     act.add_argument("--no-progress", action="store_true")
 
     bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
-    bench.add_argument("--task", choices=["cartpole", "minatar", "all"], default="cartpole")
+    bench.add_argument("--task", choices=["cartpole", "minatar", "all", "evolve"], default="cartpole",
+                       help="evolve: meta-evolution throughput (value-loss study; --preset cpu, or gpu for paper)")
     bench.add_argument("--preset", choices=["cpu", "gpu"], default="cpu", help="widths per task (gpu: up to 2048)")
     bench.add_argument("--seeds", help="comma-separated widths, overriding the preset (e.g. 1,8,64)")
     bench.add_argument("--repeats", type=_int, default=3, help="timed runs per width (median reported)")
     bench.add_argument("--peers", default="sb3,rejax", help="comma-separated peers, or none")
     bench.add_argument("--total-timesteps", type=_int, help="steps per agent (default: the task's)")
+    bench.add_argument("--purejaxrl", type=Path, help="a checkout of luchris429/purejaxrl: adds it as a peer")
     bench.add_argument("--devices", help="comma-separated device counts: measure scaling with devices instead")
     bench.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
 
@@ -325,8 +327,15 @@ def _positive_ints(flag: str, text: str | None) -> list[int] | None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from purerl.bench import harness, peers
 
-    tasks = ["cartpole", "minatar"] if args.task == "all" else [args.task]
+    tasks = {"all": ["cartpole", "minatar"], "evolve": []}.get(args.task, [args.task])
     names = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
+    if args.purejaxrl is not None:
+        if not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
+            raise ConfigError(f"--purejaxrl {args.purejaxrl} is not a checkout of luchris429/purejaxrl (no purejaxrl/ppo.py)")
+        args.purejaxrl = args.purejaxrl.expanduser().resolve()
+        names += [] if "purejaxrl" in names else ["purejaxrl"]
+    elif "purejaxrl" in names:
+        print(f"purejaxrl peer {harness.PUREJAXRL_SKIPPED}", file=sys.stderr)
     unknown = [p for p in names if p not in peers.PEERS]
     if unknown:
         raise ConfigError(f"unknown peer '{unknown[0]}'; choose from {', '.join(peers.PEERS)} or none")
@@ -335,18 +344,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.repeats <= 0:
         raise ConfigError(f"--repeats must be positive, got {args.repeats}")
     records = []
+    if args.task == "evolve":
+        records.append(harness.bench_evolve(args.preset, args.repeats))
     for task in tasks:
         if device_counts:
             widths = custom or [8, 64]
             records.append(harness.bench_devices(task, widths, device_counts, args.repeats, args.total_timesteps))
             continue
         widths = custom or harness.PRESETS[args.preset][task]
-        records.append(harness.bench(task, widths, args.repeats, names, args.total_timesteps))
+        records.append(harness.bench(task, widths, args.repeats, names, args.total_timesteps, purejaxrl=args.purejaxrl))
     command = "purerl bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "purerl bench"
     for record in records:
         record["command"] = command
     records_path = args.out.parent / "benchmarks" / "records.json"
-    kind = lambda r: (r["task"], "device_rows" in r)  # noqa: E731
+    kind = lambda r: (r["task"], "device_rows" in r, r.get("preset"))  # noqa: E731
     if records_path.exists():  # keep the other kinds of measurement already in the report
         fresh = {kind(r) for r in records}
         records = [r for r in json.loads(records_path.read_text()) if kind(r) not in fresh] + records

@@ -28,7 +28,8 @@ PRESETS = {
     "cpu": {"cartpole": [1, 8, 64], "minatar": [1, 8]},
     "gpu": {"cartpole": [1, 8, 64, 256, 2048], "minatar": [1, 8, 64, 256]},
 }
-PEER_TASKS = {"cartpole"}  # the peers run CartPole-v1 only
+TASK_STEPS = {"cartpole": 500_000, "minatar": 1_048_576}  # the worker's defaults (steps per agent)
+PUREJAXRL_SKIPPED = "skipped: no checkout of luchris429/purejaxrl given (purerl bench --purejaxrl PATH)"
 SB3_MEASURED_SEEDS = 1  # SB3 trains seeds one after another; more seeds are extrapolated linearly
 
 
@@ -65,8 +66,12 @@ def run_worker(task: str, seeds: int, repeats: int, cache_dir: Path | None, floo
 
 
 def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], total_timesteps: int | None,
-          progress=print) -> dict[str, Any]:
-    """Measure every width: purerl cold, purerl warm, then each peer; returns the full record."""
+          progress=print, purejaxrl: Path | None = None) -> dict[str, Any]:
+    """Measure every width: purerl cold, purerl warm, then each peer; returns the full record.
+
+    `purejaxrl` is a checkout of luchris429/purejaxrl for the purejaxrl peer (skipped, with its reason, without one).
+    """
+    names = [name for name in peer_names if task in peer_runner.PEERS[name].tasks]
     rows = []
     for width in widths:
         with tempfile.TemporaryDirectory(prefix="purerl-bench-cache-") as cache:
@@ -83,13 +88,14 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
             steps = ours["total_timesteps"] * width
             ours["env_steps_per_s"] = steps / ours["run_s"]
             ours["agents_per_hour"] = width / (ours["compile_s"] + ours["run_s"]) * 3600
-        row = {"seeds": width, "purerl": ours}
-        for name in peer_names if task in PEER_TASKS else []:
+        row = {"seeds": width, "purerl": ours, "load_avg_1min": os.getloadavg()[0]}
+        for name in names:
             progress(f"[{task} x{width}] peer {name}")
-            row[name] = run_peer(name, width, ours.get("total_timesteps") or total_timesteps or 500_000)
+            steps = ours.get("total_timesteps") or total_timesteps or TASK_STEPS[task]
+            row[name] = run_peer(name, task, width, steps, repeats + 1, purejaxrl)
         rows.append(row)
     return {"task": task, "repeats": repeats, "rows": rows, "machine": machine(), "versions": versions(),
-            "peers": {name: _peer_info(name) for name in peer_names}}
+            "peers": {name: _peer_info(name) for name in names}}
 
 
 def gpu_count() -> int:
@@ -110,9 +116,15 @@ def bench_devices(task: str, widths: list[int], device_counts: list[int], repeat
     return {"task": task, "repeats": repeats, "device_rows": rows, "machine": machine(), "versions": versions()}
 
 
-def run_peer(name: str, seeds: int, total_timesteps: int) -> dict:
+def run_peer(name: str, task: str, seeds: int, total_timesteps: int, repeats: int, purejaxrl: Path | None) -> dict:
+    """One peer measurement in its own venv; `repeats` timed runs where the peer's script supports them."""
+    args: list[str] = []
+    if name == "purejaxrl":
+        if purejaxrl is None:
+            return {"peer": name, "seeds": seeds, "error": PUREJAXRL_SKIPPED}
+        args = ["--checkout", str(purejaxrl), "--task", task, "--repeats", str(repeats)]
     try:
-        return peer_runner.run_peer(name, seeds, total_timesteps, cache_dir=cache_root(),
+        return peer_runner.run_peer(name, seeds, total_timesteps, cache_dir=cache_root(), peer_args=args,
                                     max_measured_seeds=SB3_MEASURED_SEEDS if name == "sb3" else None)
     except peer_runner.PeerError as error:  # install failures and the like: reported, never skipped
         return {"peer": name, "seeds": seeds, "error": str(error)}
