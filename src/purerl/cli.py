@@ -334,8 +334,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ConfigError(f"--purejaxrl {args.purejaxrl} is not a checkout of luchris429/purejaxrl (no purejaxrl/ppo.py)")
         args.purejaxrl = args.purejaxrl.expanduser().resolve()
         names += [] if "purejaxrl" in names else ["purejaxrl"]
-    elif "purejaxrl" in names:
-        print(f"purejaxrl peer {harness.PUREJAXRL_SKIPPED}", file=sys.stderr)
     unknown = [p for p in names if p not in peers.PEERS]
     if unknown:
         raise ConfigError(f"unknown peer '{unknown[0]}'; choose from {', '.join(peers.PEERS)} or none")
@@ -343,6 +341,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     device_counts = _positive_ints("--devices", args.devices)
     if args.repeats <= 0:
         raise ConfigError(f"--repeats must be positive, got {args.repeats}")
+    if "purejaxrl" in names and args.purejaxrl is None:
+        print(f"purejaxrl peer {harness.PUREJAXRL_SKIPPED}", file=sys.stderr)
     records = []
     if args.task == "evolve":
         records.append(harness.bench_evolve(args.preset, args.repeats))

@@ -186,22 +186,12 @@ class PPO:
             )
             return (env_state, next_obs, done, memory, obs_stats, reward_stats, key), transition
 
-        key, rollout_key = jax.random.split(state.key)
-        carry = (state.env_state, state.obs, state.reset, state.carry, state.obs_stats, state.reward_stats,
-                 self.rollout_key(rollout_key))
+        carry = (state.env_state, state.obs, state.reset, state.carry, state.obs_stats, state.reward_stats, state.key)
         carry, trajectory = jax.lax.scan(env_step, carry, None, length=self.config.num_steps)
-        env_state, obs, reset, memory, obs_stats, reward_stats, _ = carry
+        env_state, obs, reset, memory, obs_stats, reward_stats, key = carry
         state = state._replace(env_state=env_state, obs=obs, reset=reset, carry=memory, obs_stats=obs_stats,
                                reward_stats=reward_stats, key=key)
         return state, trajectory
-
-    def rollout_key(self, key: jax.Array) -> jax.Array:
-        """The key a rollout draws its actions and environment randomness from: a Philox-4x32 key
-        seeded from `key`. On XLA:CPU every threefry hash is a rolled five-iteration loop of tiny
-        kernels, and a rollout step hashes five times (splits, the action, gymnax's reset key and
-        reset draw); Philox is straight-line code, several times cheaper per step
-        (benchmarks/README.md). The run's own key stays threefry, so checkpoints are unchanged."""
-        return jax.random.wrap_key_data(jax.random.bits(key, (2,), jnp.uint32), impl="philox4x32")
 
     # ------------------------------------------------------------------- GAE
     def advantages(self, params, trajectory: Transition, carry, hp: HyperParams):

@@ -210,6 +210,11 @@ def write_report(records: list[dict], out_md: Path) -> Path:
     return out_md
 
 
+def per_device(result: dict) -> float | None:
+    steps = result.get("env_steps_per_s")
+    return None if steps is None else steps / result.get("devices", 1)
+
+
 def _fmt(value, spec=",.0f"):
     return "-" if value is None else format(value, spec)
 
@@ -221,32 +226,43 @@ def _task_section(record: dict) -> list[str]:
         "",
         f"`{record.get('command', 'purerl bench')}`",
         "",
+        "Several cores: purerl shards the seeds over one JAX host device per core (a width below the device count "
+        "uses fewer devices); every peer runs on one device. `env steps/s` is the whole machine's rate; "
+        "`per device` divides it by the devices used, which is the like-for-like efficiency figure.",
+        "",
         "| system | seeds | devices | cold compile s | warm-cache compile s | new process to training s | run s | "
-        "env steps/s | agents/hour | peak RSS MB | final return |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "env steps/s | per device | agents/hour | peak RSS MB | final return | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in record["rows"]:
         for system in ["purerl", *peer_names]:
             r = row[system]
             if r.get("error"):
-                lines.append(f"| {system} | {row['seeds']} | could not run: {r['error']} ||||||||| ")
+                lines.append(f"| {system} | {row['seeds']} | could not run: {r['error']} ||||||||||| ")
                 continue
             note = f" (extrapolated from {r['measured_seeds']})" if r.get("extrapolated") else ""
             lines.append(
                 f"| {system}{note} | {row['seeds']} | {r.get('devices', 1)} | {_fmt(r.get('compile_s'), '.2f')} | "
                 f"{_fmt(r.get('warm_compile_s'), '.2f')} | {_fmt(r.get('warm_process_start_to_ready_s'), '.2f')} | "
-                f"{_fmt(r.get('run_s'), '.1f')} | {_fmt(r.get('env_steps_per_s'))} | {_fmt(r.get('agents_per_hour'))} | "
-                f"{_fmt(r.get('peak_rss_mb'))} | {_fmt(r.get('final_return'), '.1f')} |"
+                f"{_fmt(r.get('run_s'), '.1f')} | {_fmt(r.get('env_steps_per_s'))} | {_fmt(per_device(r))} | "
+                f"{_fmt(r.get('agents_per_hour'))} | {_fmt(r.get('peak_rss_mb'))} | {_fmt(r.get('final_return'), '.1f')} | "
+                f"{_fmt(row.get('load_avg_1min'), '.1f')} |"
             )
     if peer_names:
-        lines += ["", "Ratios, purerl / peer, at the same width (steady-state env steps/s; agents/hour with compile):",
-                  "", "| seeds | " + " | ".join(f"vs {p}: steps/s | vs {p}: agents/h" for p in peer_names) + " |",
-                  "|---|" + "---|---|" * len(peer_names)]
+        lines += ["", "Ratios, purerl / peer, at the same width, measured side by side in this run (steady-state env "
+                  "steps/s of the machine and per device; agents/hour with compile):",
+                  "", "| seeds | " + " | ".join(f"vs {p}: steps/s | vs {p}: per device | vs {p}: agents/h"
+                                               for p in peer_names) + " |",
+                  "|---|" + "---|---|---|" * len(peer_names)]
         for row in record["rows"]:
             cells = []
             for p in peer_names:
-                cells += [_fmt(ratio(row["purerl"], row[p], "env_steps_per_s"), ".2f") + "x",
-                          _fmt(ratio(row["purerl"], row[p], "agents_per_hour"), ".1f") + "x"]
+                ours, theirs = row["purerl"], row[p]
+                device_ratio = (None if ratio(ours, theirs, "env_steps_per_s") is None
+                                else per_device(ours) / per_device(theirs))
+                cells += [_fmt(ratio(ours, theirs, "env_steps_per_s"), ".2f") + "x",
+                          _fmt(device_ratio, ".2f") + "x",
+                          _fmt(ratio(ours, theirs, "agents_per_hour"), ".1f") + "x"]
             lines.append(f"| {row['seeds']} | " + " | ".join(cells) + " |")
     ours = [row["purerl"] for row in record["rows"] if not row["purerl"].get("error")]
     if len(ours) > 1:

@@ -198,6 +198,10 @@ PEERS: dict[str, Peer] = {
                        "six-value step (done = terminated or truncated). Applied to a temporary copy only.",
         },
         mismatches=(
+            "Patched, on a temporary copy only: wrappers.py's brax and navix imports are dropped, and its "
+            "FlattenObservationWrapper unpacks gymnax 1.x's six-value step, passing on done = terminated or "
+            "truncated. Config: CartPole's is ppo.py's own (DEBUG off), MinAtar's is examples/brax_minatar.ipynb's "
+            "with ENV_NAME=Breakout-MinAtar; TOTAL_TIMESTEPS is set to purerl's step count.",
             "Time limits: PureJaxRL treats a truncated episode as terminal (no bootstrap); purerl bootstraps "
             "from the final observation.",
             "Seeds: PureJaxRL's keys are jax.random.split(PRNGKey(30), N); purerl's members are seeds 0..N-1.",
