@@ -114,7 +114,7 @@ def test_sigkill_mid_run_then_resume_gives_exactly_the_uninterrupted_es_mean(tmp
     victim.wait()
     assert not (cut / evolve.MEAN_PARAMS).exists()
     assert reference.wait() == 0, reference.stderr.read()
-    resumed = purerl(*COMMAND, "--out", str(cut))
+    resumed = purerl(*COMMAND, "--out", str(cut), "--resume")
     assert resumed.wait() == 0, resumed.stderr.read()
     assert (cut / evolve.MEAN_PARAMS).read_bytes() == (full / evolve.MEAN_PARAMS).read_bytes()
     rows = (cut / evolve.GENERATIONS_CSV).read_text().strip().splitlines()

@@ -89,16 +89,24 @@ def test_same_seed_twice_is_bit_identical(tiny_jit, hp):
 
 
 @pytest.mark.timeout(600)
-def test_seed_alone_equals_seed_inside_batch_of_64(tiny_train, tiny_jit, hp):
-    """Also guards the jaxlib 0.10 CPU deadlock: 64 seeds init under vmap (see NOTES)."""
-    members = make_members(list(range(64)), HyperParams())
-    batched = jax.jit(jax.vmap(tiny_train))(members.keys(), members.hyperparams.as_arrays())
-    for i in (0, 17, 63):
-        alone = tiny_jit(jax.random.PRNGKey(i), hp)
-        for name in METRICS:
-            np.testing.assert_allclose(batched.metrics[name][i], alone.metrics[name], rtol=2e-4, atol=1e-5)
-        jax.tree.map(lambda b, a: np.testing.assert_allclose(b[i], a, rtol=2e-4, atol=1e-5),
-                     batched.state.params, alone.state.params)
+def test_a_seed_in_batches_of_any_size_starts_bit_identically_and_agrees_to_rounding_at_update_0(
+        tiny_train, tiny_jit, hp):
+    """Exactly what the README claims for seed i alone vs inside batches of 3 and 64: bit-identical initial
+    parameters, and first-update losses equal to float rounding (1e-5 relative, or 1e-6 absolute for
+    near-zero means of O(1) terms such as the policy loss). Later updates may drift apart (different
+    batch sizes compile to different float reduction orders, and training amplifies them), so there is no
+    whole-run claim. Also guards the jaxlib 0.10 CPU deadlock: 64 seeds init under vmap (see NOTES)."""
+    for size in (3, 64):
+        members = make_members(list(range(size)), HyperParams())
+        keys, hps = members.keys(), members.hyperparams.as_arrays()
+        initial = jax.jit(jax.vmap(tiny_train.init))(keys, hps)
+        batched = jax.jit(jax.vmap(tiny_train))(keys, hps)
+        for i in {0, 2, size - 1}:
+            alone_initial = jax.jit(tiny_train.init)(jax.random.PRNGKey(i), hp)
+            jax.tree.map(lambda b, a: np.testing.assert_array_equal(b[i], a), initial.params, alone_initial.params)
+            alone = tiny_jit(jax.random.PRNGKey(i), hp)
+            for name in ("policy_loss", "value_loss", "entropy", "approx_kl"):
+                np.testing.assert_allclose(batched.metrics[name][i, 0], alone.metrics[name][0], rtol=1e-5, atol=1e-6)
     returns = np.asarray(batched.metrics["episode_return"])
     assert np.isfinite(returns[:, -1]).all() and len(np.unique(returns[:, 0])) > 1  # seeds differ
 

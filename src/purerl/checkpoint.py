@@ -41,14 +41,15 @@ class Checkpointer:
             int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state), progress=ocp.args.JsonSave(progress))
         )
 
-    def restore(self, like: Any, step: int | None = None) -> tuple[Any, int]:
-        """Restore into the structure of `like` (arrays or ShapeDtypeStructs)."""
+    def restore(self, like: Any, step: int | None = None) -> tuple[Any, dict]:
+        """Restore into the structure of `like` (arrays or ShapeDtypeStructs). Returns (state, progress):
+        progress holds "step" and whatever `extra` was saved with it."""
         step = self.latest() if step is None else step
         target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), like)
         restored = self.manager.restore(
             step, args=ocp.args.Composite(state=ocp.args.StandardRestore(target), progress=ocp.args.JsonRestore())
         )
-        return restored.state, int(restored.progress["step"])
+        return restored.state, dict(restored.progress)
 
     def close(self) -> None:
         self.manager.wait_until_finished()

@@ -5,20 +5,26 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import re
 import sys
 from pathlib import Path
 
-from purerl import host_devices
+import numpy as np
+
+from purerl import host_devices, rundir
 from purerl.config import PRESETS, ConfigError, HyperParams, PPOConfig
+from purerl.stopping import StopRequested
 
 EXIT_USAGE = 2
+MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error, and `--lr -1e-3` read as a (bad) value, not an option."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # `--num-env 8` must not silently mean --num-envs
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
@@ -27,21 +33,46 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _floats(text: str) -> list[float]:
+def _float(text: str, kind: str = "a number") -> float:
     try:
-        return [float(v) for v in text.split(",") if v.strip()]
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers, got '{text}'") from None
+        raise argparse.ArgumentTypeError(f"expected {kind}, got '{text}'") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got '{text}'")
+    return value
+
+
+def _floats(text: str) -> list[float]:
+    """Comma-separated grid values: finite, and distinct even as the float32 the program computes with."""
+    values = [_float(v) for v in text.split(",") if v.strip()]
+    seen: dict[float, float] = {}
+    for value in values:
+        with np.errstate(over="ignore"):
+            single = np.float32(value)
+        if not np.isfinite(single):
+            raise argparse.ArgumentTypeError(f"{value:g} is beyond float32's range (about 3.4e38)")
+        same = seen.setdefault(float(single), value)
+        if same is not value:
+            raise argparse.ArgumentTypeError(f"duplicate value {value:.9g} in '{text}' (equal to {same:.9g} in float32)")
+    return values
 
 
 def _int(text: str) -> int:
-    try:
-        value = int(float(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
-    if value != float(text):
+    """An integer, also written as 1e6; never inf, nan or a fraction."""
+    value = _float(text, "an integer")
+    if value != int(value):
         raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'")
-    return value
+    return int(text) if text.strip().lstrip("+-").isdigit() else int(value)
+
+
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
+        return value
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", type=Path, help="run directory (default runs/ENV-TIMESTAMP)")
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     train.add_argument("--overwrite", action="store_true", help="replace whatever run is in --out")
-    train.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS")
+    train.add_argument("--checkpoint-every", type=_positive(_float), default=60.0, metavar="SECONDS",
+                       help="checkpoint at most this often (and always at the end, and on SIGINT/SIGTERM)")
 
     _add_distributed_flags(train)
 
@@ -76,19 +108,20 @@ def build_parser() -> argparse.ArgumentParser:
     evolve.add_argument("--rollouts", type=_int, help="training runs (seeds) per candidate")
     evolve.add_argument("--fitness-shaping", help="centered_rank, z_score, none or default")
     evolve.add_argument("--optimizer", help="adam or sgd (the ES mean's optimiser)")
-    evolve.add_argument("--es-lr", type=float, dest="lr")
-    evolve.add_argument("--es-lr-final", type=float, dest="lr_final")
-    evolve.add_argument("--std", type=float)
-    evolve.add_argument("--std-final", type=float)
+    evolve.add_argument("--es-lr", type=_float, dest="lr")
+    evolve.add_argument("--es-lr-final", type=_float, dest="lr_final")
+    evolve.add_argument("--std", type=_float)
+    evolve.add_argument("--std-final", type=_float)
     evolve.add_argument("--seed", type=_int)
     evolve.add_argument("--max-parallel", type=_int, help="candidates evaluated per compiled call (memory)")
     evolve.add_argument("--fitness", choices=["final", "auc"], help="final return or mean return over training")
     evolve.add_argument("--total-timesteps", type=_int, help="env steps of each inner training run")
-    evolve.add_argument("--memory-budget-mb", type=float,
+    evolve.add_argument("--memory-budget-mb", type=_positive(_float),
                         help="evaluate in chunks that fit this much memory per device (XLA memory analysis)")
     _add_distributed_flags(evolve)
-    evolve.add_argument("--out", type=Path)
-    evolve.add_argument("--overwrite", action="store_true")
+    evolve.add_argument("--out", type=Path, help="run directory (default runs/evolve-TASK-TIMESTAMP)")
+    evolve.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    evolve.add_argument("--overwrite", action="store_true", help="replace the purerl run in --out")
     evolve.add_argument("--no-progress", action="store_true")
 
     act = sub.add_parser("act", help="adversarial cheap talk: evolve an adversary that only appends messages")
@@ -102,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     act.add_argument("--max-parallel", type=_int)
     act.add_argument("--runs-dir", type=Path, default=Path("runs/act"), help="evolve runs go to RUNS_DIR/ENV/...")
     act.add_argument("--report", type=Path, default=Path("docs/results/act.md"))
-    act.add_argument("--overwrite", action="store_true")
+    act.add_argument("--resume", action="store_true", help="continue the evolve runs under --runs-dir")
+    act.add_argument("--overwrite", action="store_true", help="replace the purerl runs under --runs-dir")
     act.add_argument("--no-progress", action="store_true")
 
     bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
@@ -128,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("eval", help="evaluate the greedy policy of a run")
     evaluate.add_argument("run_dir", type=Path)
-    evaluate.add_argument("--episodes", type=_int, default=100)
+    evaluate.add_argument("--episodes", type=_positive(_int), default=100)
     evaluate.add_argument("--seed", type=_int, default=12345)
     evaluate.add_argument("--gif", type=Path, nargs="?", const=Path("episode.gif"),
                           help="save an animation of one episode of member 0 (default RUN/episode.gif)")
@@ -218,6 +252,8 @@ def train_spec(args: argparse.Namespace):
             grid[name] = values
     if args.seeds <= 0:
         raise ConfigError(f"--seeds must be positive, got {args.seeds}")
+    if args.seed < 0 or args.seed + args.seeds - 1 > MAX_SEED:
+        raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {args.seed}..{args.seed + args.seeds - 1}")
     seeds = list(range(args.seed, args.seed + args.seeds))
     return TrainSpec(config=config, hyperparams=hp, seeds=seeds, grid=grid, preset=preset,
                      objective=getattr(args, "objective", "ppo"))
@@ -229,6 +265,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     spec = train_spec(args)
     spec.validate()
+    if args.resume and args.out is None:
+        raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
     out = args.out or _default_out(args.env)
     summary = experiment.run(
         spec, out, resume=args.resume, overwrite=args.overwrite,
@@ -246,15 +284,24 @@ def _print_summary(out: Path, summary: dict) -> None:
     table = Table(title=f"{summary['env']}: final return (mean of last {summary['final_return_window_updates']} updates)")
     for column in ("setting", "seeds", "mean", "IQM", "95% CI"):
         table.add_column(column)
+    diverged = summary.get("diverged") or []
     for label, s in summary["final_return_by_setting"].items():
-        table.add_row(label, str(s["n"]), f"{s['mean']:.1f}", f"{s['iqm']:.1f}", f"[{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]")
+        bad = sum(1 for m in diverged if label == "default" or m.startswith(f"{label},"))
+        seeds = f"{s['n']} ({bad} diverged)" if bad else str(s["n"])
+        if s["mean"] is None:
+            table.add_row(label, seeds, "no episode ended", "", "")
+        else:
+            table.add_row(label, seeds, f"{s['mean']:.1f}", f"{s['iqm']:.1f}",
+                          f"\\[{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]")  # escaped: rich reads [..] as markup
     console = Console()
     console.print(table)
-    console.print(
-        f"compile {summary['compile_s']:.1f} s, run {summary['run_s']:.1f} s, "
-        f"{summary['env_steps_per_s']:,.0f} env steps/s over {summary['members']} agents"
-    )
+    speed = f"{summary['env_steps_per_s']:,.0f} env steps/s" if summary.get("env_steps_per_s") else "speed not measured"
+    console.print(f"{summary['members']} agents x {summary.get('env_steps_per_member', 0):,} env steps; "
+                  f"compile {summary['compile_s']:.1f} s, run {summary['run_s']:.1f} s, {speed}")
     console.print(f"results in {out}/ (summary.json, metrics.csv, curves.png, checkpoint/)")
+    if diverged:
+        print(f"purerl: warning: {len(diverged)} of {summary['members']} members diverged (non-finite loss or "
+              f"parameters): {', '.join(diverged[:4])}{', ...' if len(diverged) > 4 else ''}", file=sys.stderr)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -291,7 +338,7 @@ def cmd_act(args: argparse.Namespace) -> int:
     def evolve_into(task, out):
         evolution = evolve.Evolution(task, es_config)
         log = evolve.run(evolution, out, evolve.config_json(task, es_config, {"preset": args.preset}),
-                         overwrite=args.overwrite, progress=not args.no_progress)
+                         resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress)
         print(f"{task.name}: fitness mean {log[0]['mean']:.2f} -> {log[-1]['mean']:.2f} "
               f"(best {max(r['best'] for r in log):.2f}) over {len(log)} generations; {out}")
 
@@ -381,13 +428,15 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     es_config = study.es_config(args.preset, **overrides)
     es_config.validate()
     task = study.make_task(args.preset, args.total_timesteps, args.fitness, args.env)
+    if args.resume and args.out is None:
+        raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
     out = args.out or _default_out(f"evolve-{args.task}")
-    if args.memory_budget_mb is not None and args.memory_budget_mb <= 0:
-        raise ConfigError(f"--memory-budget-mb must be positive, got {args.memory_budget_mb:g}")
+    config_json = evolve.config_json(task, es_config, {"preset": args.preset})
+    rundir.prepare(out, config_json, args.resume, args.overwrite)  # before the memory analysis compiles
     budget = args.memory_budget_mb * 2**20 if args.memory_budget_mb else None
     evolution = evolve.Evolution(task, es_config, memory_budget_bytes=budget)
-    log = evolve.run(evolution, out, evolve.config_json(task, es_config, {"preset": args.preset}),
-                     overwrite=args.overwrite, progress=not args.no_progress)
+    log = evolve.run(evolution, out, config_json, resume=args.resume, overwrite=args.overwrite,
+                     progress=not args.no_progress)
     if not is_writer():
         return 0
     first, last = log[0], log[-1]
@@ -474,9 +523,17 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"purerl: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except StopRequested as stop:
+        where = f"; checkpoint saved at {stop.done} of {stop.total}, continue with the same command and --resume" \
+            if stop.saved else ""
+        print(f"purerl: stopped by {stop.signal_name}{where}", file=sys.stderr)
+        return stop.exit_code
     except KeyboardInterrupt:
-        print("purerl: interrupted; resume with --resume", file=sys.stderr)
+        print("purerl: interrupted before a checkpoint could be saved", file=sys.stderr)
         return 130
+    except OSError as error:  # the disk, not the input: still one line, not a traceback
+        print(f"purerl: error: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

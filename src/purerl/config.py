@@ -15,6 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 
 
+MAX_INT32 = 2**31 - 1  # loop counters and array sizes inside one XLA program
+MAX_DIMENSION = 2**24  # no env count, rollout length or layer width beyond this is a real setting
+
+
 class ConfigError(ValueError):
     """Bad user input, reported as one line before anything is compiled or written."""
 
@@ -86,6 +90,12 @@ class PPOConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name.replace('_', '-')} must be a positive integer, got {value}")
+        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches"):
+            if getattr(self, name) > MAX_DIMENSION:
+                raise ConfigError(f"{name.replace('_', '-')} must be at most {MAX_DIMENSION:,}, got {getattr(self, name):,}")
+        if self.batch_size > MAX_INT32 or self.num_updates > MAX_INT32:
+            raise ConfigError(f"{self.total_timesteps:,} steps in batches of {self.batch_size:,} exceed what one "
+                              f"program indexes (at most {MAX_INT32:,} updates of at most {MAX_INT32:,} steps)")
         if self.batch_size % self.num_minibatches:
             raise ConfigError(
                 f"batch of {self.num_envs} envs x {self.num_steps} steps = {self.batch_size} "
@@ -96,8 +106,8 @@ class PPOConfig:
                 f"total-timesteps={self.total_timesteps} is smaller than one batch "
                 f"({self.num_envs} envs x {self.num_steps} steps = {self.batch_size})"
             )
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise ConfigError(f"hidden-sizes must be positive integers, got {self.hidden_sizes}")
+        if not self.hidden_sizes or any(not 0 < h <= MAX_DIMENSION for h in self.hidden_sizes):
+            raise ConfigError(f"hidden-sizes must be integers in [1, {MAX_DIMENSION:,}], got {self.hidden_sizes}")
         from purerl.nets import ACTIVATIONS
 
         if self.activation not in ACTIVATIONS:

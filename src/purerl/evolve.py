@@ -27,10 +27,11 @@ from evosax import algorithms as es_algorithms
 from evosax.core import fitness_shaping as es_shaping
 from flax import serialization
 
-from purerl import results
+from purerl import results, rundir
 from purerl.checkpoint import Checkpointer
-from purerl.config import ConfigError
+from purerl.config import MAX_DIMENSION, ConfigError
 from purerl.population import Placement, barrier, is_writer
+from purerl.stopping import StopRequested, graceful_stop
 
 STRATEGIES = {
     "open_es": es_algorithms.Open_ES,
@@ -88,8 +89,10 @@ class ESConfig:
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"unknown optimizer '{self.optimizer}'; choose from {', '.join(OPTIMIZERS)}")
         for name in ("population_size", "generations", "rollouts"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+            if not 0 < getattr(self, name) <= MAX_DIMENSION:
+                raise ConfigError(f"{name.replace('_', '-')} must be in [1, {MAX_DIMENSION:,}], got {getattr(self, name)}")
+        if not 0 <= self.seed < 2**32:
+            raise ConfigError(f"seed must be in [0, {2**32 - 1}], got {self.seed}")
         if self.strategy == "open_es" and self.population_size % 2:
             raise ConfigError(f"open_es samples antithetic pairs: population-size must be even, got {self.population_size}")
         for name in ("lr", "std", "lr_final", "std_final"):
@@ -242,21 +245,22 @@ def run(
     evolution: Evolution,
     out: Path,
     config_json: dict,
+    resume: bool = False,
     overwrite: bool = False,
     progress: bool = True,
     stop_after: int | None = None,
 ) -> list[dict]:
-    """Run (or continue) the ES into `out`; returns the per-generation log.
+    """Run (or, with `resume`, continue) the ES into `out`; returns the per-generation log.
 
-    Rerunning the same command continues from the last completed generation;
-    a directory holding a different run is refused unless `overwrite`.
+    Every generation is checkpointed; on SIGINT/SIGTERM the run stops after the current generation
+    and raises `stopping.StopRequested`. The run-directory rules are `rundir.prepare`'s.
     """
     out = Path(out)
-    resumed = results.prepare(out, config_json, resume=not overwrite, overwrite=overwrite)
+    resumed = rundir.prepare(out, config_json, resume, overwrite)
     writer = is_writer()
     barrier("purerl-evolve-prepared")  # every process has checked `out` before process 0 writes to it
     if writer:
-        results.start(out, config_json, resumed)
+        rundir.start(out, config_json, resumed)
     barrier("purerl-evolve-started")
     cfg = evolution.config
     checkpointer = Checkpointer(out / results.CHECKPOINT)
@@ -264,12 +268,13 @@ def run(
     best_params, best_fitness, log = evolution.initial_mean, -np.inf, []
     start = 0
     if resumed and checkpointer.latest() is not None:
-        saved, start = checkpointer.restore({"es_state": state, "best_params": best_params})
+        saved, progress = checkpointer.restore({"es_state": state, "best_params": best_params})
+        start = progress["step"]
         state, best_params = saved["es_state"], saved["best_params"]
         log = _read_log(out)[:start]
         best_fitness = max((row["best"] for row in log), default=-np.inf)
 
-    with _GenerationBar(progress and writer, cfg.generations, start) as bar:
+    with _GenerationBar(progress and writer, cfg.generations, start) as bar, graceful_stop() as stop_signal:
         for index in range(start, cfg.generations):
             state, row, _, best = evolution.generation(state, index)
             if row["best"] > best_fitness:
@@ -279,6 +284,9 @@ def run(
                 _write_log(out, log)
                 checkpointer.save(index + 1, {"es_state": state, "best_params": best_params})
             bar.advance(row)
+            if stop_signal.requested and index + 1 < cfg.generations:
+                checkpointer.close()
+                raise StopRequested(stop_signal.requested, index + 1, cfg.generations, saved=writer)
             if stop_after is not None and index + 1 >= stop_after:
                 break
     checkpointer.close()

@@ -9,6 +9,7 @@ same numbers as an uninterrupted one.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -18,10 +19,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from purerl import __version__, envs, results, stats
+from purerl import __version__, envs, results, rundir, stats
 from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
 from purerl.algos.ppo import PPO
 from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.progress import TrainingBar
 from purerl.population import Members, Placement, barrier, is_writer, make_members, run_chunks, vmapped
 
 
@@ -116,13 +118,13 @@ def run(
     out = Path(out)
     members = spec.validate()
     config_json = spec.to_json()
-    resumed = results.prepare(out, config_json, resume, overwrite)
+    resumed = rundir.prepare(out, config_json, resume, overwrite)
     train = spec.build()
     cfg = train.config
     writer = is_writer()
     barrier("purerl-train-prepared")  # every process has checked `out` before process 0 writes to it
     if writer:
-        results.start(out, config_json, resumed)
+        rundir.start(out, config_json, resumed)
     barrier("purerl-train-started")
 
     n = len(members)
@@ -130,11 +132,11 @@ def run(
     init_fn, run_fn = vmapped(train, placement)
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
     meta_params = spec.meta_params()
-    compile_start = time.perf_counter()
-    state = init_fn(keys, hps)
-    init_s = time.perf_counter() - compile_start
-    steps_per_update = cfg.batch_size * n
-    with _progress_bar(progress and writer, cfg.num_updates * steps_per_update) as bar:
+    steps_per_update = cfg.batch_size  # per member: the progress bar, like the plots, counts one agent's steps
+    with TrainingBar(progress and writer, cfg.num_updates * steps_per_update, n) as bar:
+        compile_start = time.perf_counter()
+        state = init_fn(keys, hps)
+        init_s = time.perf_counter() - compile_start
 
         def advance_bar(start, stop, state):
             returns = placement.get(state.metrics["episode_return"][:, start:stop], n)
@@ -148,22 +150,36 @@ def run(
     if finished is None:
         return None
     state, timing = finished
-    compile_s, run_s, start_update = init_s + timing["compile_s"], timing["run_s"], timing["first"]
-
     metrics = {name: values.T for name, values in placement.get(state.metrics, n).items()}  # [updates, members]
-    summary = _summary(spec, members, metrics, compile_s, run_s, (cfg.num_updates - start_update) * steps_per_update)
-    summary["resumed_from_update"] = start_update
-    summary["devices"] = placement.num_devices
-    summary["processes"] = jax.process_count()
-    if writer:
+    previous = out / results.SUMMARY
+    if timing["first"] == cfg.num_updates and previous.exists():  # resuming a finished run: its summary stands
+        summary = json.loads(previous.read_text())
+    else:
+        summary = _summary(spec, members, metrics, init_s + timing["compile_s"], timing["run_s"])
+        summary["resumed_from_update"] = timing["first"]
+        summary["devices"] = placement.num_devices
+        summary["processes"] = jax.process_count()
+        summary["diverged"] = _diverged(members, metrics, placement.get(state.params, n))
+        summary = results.json_safe(summary)
+    if writer:  # rewriting these from the checkpoint also completes a run killed before its outputs
         results.write_metrics_csv(out, metrics, cfg.batch_size, [members.label(i) for i in range(n)])
         results.write_summary(out, summary)
         results.plot_curves(out, metrics["episode_return"], cfg.batch_size, members.groups(), f"PPO on {cfg.env}")
     return summary
 
 
-def _summary(spec, members: Members, metrics, compile_s, run_s, steps_run) -> dict[str, Any]:
+def _diverged(members: Members, metrics, params) -> list[str]:
+    """Members whose losses or final parameters are not finite (a diverged run still "finishes")."""
+    losses = np.stack([metrics[name] for name in ("policy_loss", "value_loss")])  # [2, updates, members]
+    bad = ~np.isfinite(losses).all(axis=(0, 1))
+    for leaf in jax.tree.leaves(params):
+        bad |= ~np.isfinite(np.asarray(leaf).reshape(len(members), -1)).all(axis=1)
+    return [members.label(i) for i in np.flatnonzero(bad)]
+
+
+def _summary(spec, members: Members, metrics, compile_s, run_s) -> dict[str, Any]:
     final = results.final_returns(metrics["episode_return"])
+    steps_per_member = spec.config.num_updates * spec.config.batch_size
     return {
         "purerl_version": __version__,
         "env": spec.config.env,
@@ -176,52 +192,8 @@ def _summary(spec, members: Members, metrics, compile_s, run_s, steps_run) -> di
         "final_return_window_updates": results.FINAL_WINDOW,
         "compile_s": round(compile_s, 3),
         "run_s": round(run_s, 3),
-        "env_steps_per_s": round(steps_run / run_s, 1) if run_s > 0 else None,
-        "total_env_steps": spec.config.num_updates * spec.config.batch_size * len(members),
+        "env_steps_per_s": round(steps_per_member * len(members) / run_s, 1) if run_s > 0 else None,
+        "env_steps_per_member": steps_per_member,
+        "total_env_steps": steps_per_member * len(members),
         "backend": jax.default_backend(),
     }
-
-
-class _progress_bar:
-    """A rich progress bar with env-steps/s and the latest mean return; silent when disabled."""
-
-    def __init__(self, enabled: bool, total_steps: int):
-        self.enabled, self.total, self.completed = enabled, total_steps, None
-        self.latest_return = float("nan")
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-            self.progress = Progress(
-                TextColumn("[bold]train"),
-                BarColumn(),
-                TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
-                TextColumn("{task.fields[rate]}"),
-                TextColumn("return {task.fields[ret]}"),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-            )
-            self.progress.__enter__()
-            self.task = self.progress.add_task("train", total=self.total, completed=0, rate="", ret="-")
-        return self
-
-    def advance(self, start: int, stop: int, returns: np.ndarray) -> None:
-        """Steps start..stop are done (the first call may start past 0: a resumed run)."""
-        if self.completed is None:
-            self.started, self.start_completed = time.perf_counter(), start
-        self.completed = stop
-        with np.errstate(all="ignore"):
-            finite = returns[np.isfinite(returns)]
-        if finite.size:
-            self.latest_return = float(finite.mean())
-        if self.enabled:
-            elapsed = time.perf_counter() - self.started
-            rate = f"{(self.completed - self.start_completed) / elapsed:,.0f} steps/s" if elapsed > 0 else ""
-            self.progress.update(
-                self.task, completed=self.completed, rate=rate, ret=f"{self.latest_return:.1f}"
-            )
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self.progress.__exit__(*exc)

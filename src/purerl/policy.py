@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,10 @@ def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
     run_dir = Path(run_dir)
     if not (run_dir / results.CONFIG).exists():
         raise ConfigError(f"{run_dir} is not a purerl run directory (no {results.CONFIG})")
-    spec = TrainSpec.from_json(json.loads((run_dir / results.CONFIG).read_text()))
+    config = json.loads((run_dir / results.CONFIG).read_text())
+    if config.get("command") != "train":
+        raise ConfigError(f"{run_dir} is a purerl {config.get('command', 'unknown')} run; this needs a run of purerl train")
+    spec = TrainSpec.from_json(config)
     members = spec.validate()
     train = spec.build()
     checkpointer = Checkpointer(run_dir / results.CHECKPOINT)
@@ -102,14 +106,20 @@ def evaluate(train, params, obs_stats, key: jax.Array, episodes: int) -> jax.Arr
 
 
 def render_gif(policy: Policy, path: Path, seed: int = 0) -> Path:
-    """Animate one greedy episode with gymnax's visualiser."""
-    from gymnax.visualize import Visualizer
+    """Animate one greedy episode with gymnax's visualiser (one frame per state, the return so far on each)."""
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no banner on stdout
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # no sound device needed (or complained about)
+    try:
+        import pygame  # noqa: F401  (gymnasium's classic-control renderer needs it)
+        from gymnax.visualize import Visualizer
+    except ModuleNotFoundError as error:
+        raise ConfigError(f"--gif needs {error.name}; install it with pip install 'purerl[render]'") from None
 
     env = policy.env
     gymnax_env = env.gymnax_env
     key = jax.random.PRNGKey(seed)
     obs, state = gymnax_env.reset(key, env.params)
-    states, rewards = [state], []
+    states, rewards = [state], [0.0]
     for _ in range(env.max_episode_steps):
         key, step_key = jax.random.split(key)
         action = policy(np.asarray(obs))
@@ -118,10 +128,8 @@ def render_gif(policy: Policy, path: Path, seed: int = 0) -> Path:
             break
         states.append(state)
         rewards.append(float(reward))
-    try:
-        Visualizer(gymnax_env, env.params, states, np.cumsum(rewards)).animate(str(path))
-    except ModuleNotFoundError as error:
-        raise ConfigError(
-            f"rendering {env.name} needs {error.name}; install it with pip install 'purerl[render]'"
-        ) from error
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    Visualizer(gymnax_env, env.params, states, np.cumsum(rewards)).animate(str(tmp))
+    tmp.replace(path)
     return path

@@ -49,7 +49,9 @@ class Members:
         return {name: float(getattr(self.hyperparams, name)[i]) for name in self.swept}
 
     def setting_label(self, i: int) -> str:
-        return ",".join(f"{k}={v:g}" for k, v in self.setting(i).items()) or "default"
+        """Shortest text that round-trips the float32 value, so distinct settings never share a label."""
+        values = {name: getattr(self.hyperparams, name)[i] for name in self.swept}
+        return ",".join(f"{k}={np.float32(v)!s}" for k, v in values.items()) or "default"
 
     def label(self, i: int) -> str:
         prefix = self.setting_label(i) + "," if self.swept else ""
@@ -171,14 +173,17 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
                stop_after_chunks: int | None = None, on_chunk=None) -> tuple[Any, dict] | None:
     """Drive a member program `advance(runs, *shared, start, stop)` (from `batched` or `one_by_one`) over
     steps 0..total-1 in chunks, with an orbax checkpoint of the members (gathered to the host) at most
-    every `checkpoint_every_s` seconds and at the end.
+    every `checkpoint_every_s` seconds, at the end, and when SIGINT or SIGTERM asks the run to stop
+    (then `stopping.StopRequested` is raised).
 
     `resume` continues from the last checkpoint; chunks compose exactly, so the result is the one an
-    uninterrupted run gives. `on_chunk(start, stop, runs)` reports progress. Returns (runs, timing) with
-    compile_s, run_s and the step it started from, or None once `stop_after_chunks` chunks ran (as a
-    kill would, for tests; it checkpoints first).
+    uninterrupted run gives. `on_chunk(start, stop, runs)` reports progress. Returns (runs, timing):
+    compile_s of this process, run_s summed over every session of the run (it travels in the
+    checkpoint), and the step this session started from; or None once `stop_after_chunks` chunks ran
+    (as a kill would, for tests; it checkpoints first).
     """
     from purerl.checkpoint import Checkpointer
+    from purerl.stopping import StopRequested, graceful_stop
 
     int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     tick = time.perf_counter()
@@ -187,27 +192,37 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
     checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
     done = 0
     if resume and checkpointer is not None and checkpointer.latest() is not None:
-        host, done = checkpointer.restore(placement.get(runs, num_members))
-        runs, timing["first"] = placement.put(host), done
+        host, progress = checkpointer.restore(placement.get(runs, num_members))
+        runs, done = placement.put(host), progress["step"]
+        timing["first"], timing["run_s"] = done, progress.get("run_s", 0.0)
+
+    def save():
+        host = placement.get(runs, num_members)  # every process joins the gather; process 0 writes
+        if is_writer():
+            checkpointer.save(done, host, extra={"run_s": timing["run_s"]})
+
     chunk = chunk or max(1, total // 20)
     chunks_done, last_checkpoint = 0, time.perf_counter()
-    while done < total:
-        stop = min(done + chunk, total)
-        tick = time.perf_counter()
-        runs = jax.block_until_ready(compiled(runs, *shared, int32(done), int32(stop)))
-        timing["run_s"] += time.perf_counter() - tick
-        if on_chunk is not None:
-            on_chunk(done, stop, runs)
-        done, chunks_done = stop, chunks_done + 1
-        stopping = stop_after_chunks is not None and chunks_done >= stop_after_chunks
-        if checkpointer is not None and (done == total or stopping
-                                         or time.perf_counter() - last_checkpoint >= checkpoint_every_s):
-            host = placement.get(runs, num_members)  # every process joins the gather; process 0 writes
-            if is_writer():
-                checkpointer.save(done, host)
-            last_checkpoint = time.perf_counter()
-        if stopping and done < total:
-            break
+    with graceful_stop() as stop_signal:
+        while done < total:
+            stop = min(done + chunk, total)
+            tick = time.perf_counter()
+            runs = jax.block_until_ready(compiled(runs, *shared, int32(done), int32(stop)))
+            timing["run_s"] += time.perf_counter() - tick
+            if on_chunk is not None:
+                on_chunk(done, stop, runs)
+            done, chunks_done = stop, chunks_done + 1
+            stopping = stop_after_chunks is not None and chunks_done >= stop_after_chunks
+            if checkpointer is not None and (done == total or stopping or stop_signal.requested
+                                             or time.perf_counter() - last_checkpoint >= checkpoint_every_s):
+                save()
+                last_checkpoint = time.perf_counter()
+            if stop_signal.requested and done < total:
+                if checkpointer is not None:
+                    checkpointer.close()
+                raise StopRequested(stop_signal.requested, done, total, saved=checkpointer is not None)
+            if stopping and done < total:
+                break
     if checkpointer is not None:
         checkpointer.close()
     return (runs, timing) if done == total else None

@@ -10,7 +10,6 @@ import csv
 import io
 import json
 import os
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,10 @@ from typing import Any
 import numpy as np
 
 from purerl import stats
-from purerl.config import ConfigError
+from purerl.rundir import CHECKPOINT, CONFIG  # noqa: F401  (the run directory's names)
 
-CONFIG = "config.json"
 METRICS = "metrics.csv"
 SUMMARY = "summary.json"
-CHECKPOINT = "checkpoint"
 CURVES = "curves.png"
 FINAL_WINDOW = 10  # final return = mean over the last 10 updates
 
@@ -35,47 +32,12 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     os.replace(tmp, path)
 
 
-def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) -> bool:
-    """Check `out` against `config` before anything is compiled. Returns True when resuming.
-
-    A directory holding another run is never touched without --overwrite, and
-    --resume only continues a run with the same config.
-    """
-    if resume and overwrite:
-        raise ConfigError("--resume and --overwrite exclude each other")
-    existing = out / CONFIG
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"output path {out} exists and is not a directory")
-    if not existing.exists():
-        if out.exists() and any(out.iterdir()) and not overwrite:
-            raise ConfigError(f"output directory {out} is not empty and holds no purerl run; pass --overwrite")
-        return False
-    if overwrite:
-        return False
-    previous = json.loads(existing.read_text())
-    if previous != config:
-        changed = sorted(k for k in set(previous) | set(config) if previous.get(k) != config.get(k))
-        raise ConfigError(
-            f"{out} already holds a different run (differs in: {', '.join(changed)}); "
-            "choose another --out or pass --overwrite"
-        )
-    if not resume:
-        raise ConfigError(f"{out} already holds this run; pass --resume to continue it or --overwrite to restart")
-    return True
-
-
-def start(out: Path, config: dict[str, Any], resumed: bool) -> None:
-    """Create the directory and write config.json (clearing an overwritten run first)."""
-    if not resumed and out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / CONFIG, json.dumps(config, indent=2, sort_keys=True))
-
-
 def final_returns(episode_return: np.ndarray) -> np.ndarray:
     """Per member: the mean return over the last `FINAL_WINDOW` updates. episode_return is [updates, members]."""
     window = stats.forward_fill(episode_return)[-FINAL_WINDOW:]
-    return np.nanmean(window, axis=0)
+    with warnings.catch_warnings():  # a member none of whose episodes ended has no final return (NaN)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(window, axis=0)
 
 
 def write_metrics_csv(out: Path, metrics: dict[str, np.ndarray], steps_per_update: int, labels: list[str]) -> None:
@@ -114,8 +76,19 @@ def _fmt(value: float) -> str:
     return "" if not np.isfinite(value) else f"{float(value):.6g}"
 
 
+def json_safe(value: Any) -> Any:
+    """`value` with every non-finite float as None: JSON has no NaN, and `null` reads as "none measured"."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    return value
+
+
 def write_summary(out: Path, summary: dict[str, Any]) -> None:
-    write_atomic(out / SUMMARY, json.dumps(summary, indent=2, sort_keys=True))
+    write_atomic(out / SUMMARY, json.dumps(json_safe(summary), indent=2, sort_keys=True, allow_nan=False))
 
 
 def plot_labelled_curves(out: Path, curves: dict[str, np.ndarray], steps_per_update: int, title: str,
@@ -147,16 +120,21 @@ def plot_curves(
     for label, members in groups.items():
         curve = filled[:, members]
         valid = np.all(np.isfinite(curve), axis=1)
+        if not valid.any():
+            ax.plot([], [], label=f"{label}: no episode ended")
+            continue
         center = stats.iqm(curve[valid], axis=1)
         line = ax.plot(steps[valid], center, label=f"{label} (n={len(members)})")[0]
         if len(members) > 1:
             low, high = stats.bootstrap_ci(curve[valid], resamples=500)
             ax.fill_between(steps[valid], low, high, color=line.get_color(), alpha=0.25, linewidth=0)
+    if not np.isfinite(filled).any():
+        ax.text(0.5, 0.5, "no episode ended", transform=ax.transAxes, ha="center", va="center")
     ax.set_xlabel("environment steps")
     ax.set_ylabel(f"episode return (IQM, 95% CI; {window}-update average)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    if len(groups) > 1 or next(iter(groups)) != "default":
+    if len(groups) > 1 or next(iter(groups)) != "default" or not np.isfinite(filled).any():
         ax.legend(fontsize="small")
     fig.tight_layout()
     path = out / filename

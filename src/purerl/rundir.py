@@ -1,0 +1,113 @@
+"""Run directories: one set of rules for where a command may write, resume or replace.
+
+`train`, `evolve`, `mfos` and `act` all go through `prepare` (before anything compiles)
+and `start` (before anything is written), so they share the same guarantees:
+
+- purerl marks every run directory it creates with `MARKER`;
+- `--resume` needs a directory that holds a run with the same settings, and never starts
+  a fresh one silently;
+- `--overwrite` only ever deletes a directory that carries the marker and holds nothing
+  but what purerl writes; `.`, the home directory and `/` are never deleted;
+- an unwritable destination is refused up front, not found out by a traceback.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from purerl.config import ConfigError
+
+MARKER = ".purerl-run"
+CONFIG = "config.json"
+CHECKPOINT = "checkpoint"
+# Everything purerl writes at the top of a run directory; anything else is the user's.
+OWN_ENTRIES = (
+    MARKER, CONFIG, CHECKPOINT, "metrics.csv", "summary.json", "curves.png", "eval.json", "*.gif",
+    "generations.csv", "fitness.png", "best_meta_params.msgpack", "mean_meta_params.msgpack", "analysis",
+    "report", ".*.tmp", ".*.tmp.png",
+)
+
+
+def holds_run(out: Path) -> bool:
+    return (out / MARKER).is_file() and (out / CONFIG).is_file()
+
+
+def foreign_entries(out: Path) -> list[str]:
+    """Names at the top of `out` that purerl did not write."""
+    return sorted(p.name for p in out.iterdir() if not any(fnmatch.fnmatch(p.name, pat) for pat in OWN_ENTRIES))
+
+
+def check_writable(out: Path) -> None:
+    """Refuse a destination that cannot be created or written (a file in its path, no permission, read-only)."""
+    ancestor = out
+    while not ancestor.exists():
+        if ancestor.parent == ancestor:
+            break
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"cannot create {out}: {ancestor} is a file, not a directory")
+    try:  # the real test (permissions, read-only mounts, special file systems), leaving nothing behind
+        os.rmdir(tempfile.mkdtemp(prefix=".purerl-probe-", dir=ancestor))
+    except OSError as error:
+        raise ConfigError(f"cannot write to {out}: {ancestor} is not writable ({error.strerror})") from None
+
+
+def _protected(out: Path) -> bool:
+    resolved = out.resolve()
+    return resolved in {Path.cwd().resolve(), Path.home().resolve(), Path(resolved.anchor)}
+
+
+def _differences(previous: dict, config: dict) -> str:
+    return ", ".join(sorted(k for k in set(previous) | set(config) if previous.get(k) != config.get(k)))
+
+
+def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) -> bool:
+    """Check `out` against `config` before anything is compiled or written. Returns True when resuming."""
+    out = Path(out)
+    if resume and overwrite:
+        raise ConfigError("--resume and --overwrite exclude each other")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"output path {out} exists and is not a directory")
+    if resume:
+        if not (out / CONFIG).is_file():
+            raise ConfigError(f"--resume: {out} holds no purerl run to continue")
+        previous = json.loads((out / CONFIG).read_text())
+        if previous != config:
+            raise ConfigError(f"--resume: {out} holds a different run (differs in: {_differences(previous, config)})")
+        check_writable(out)
+        return True
+    if out.is_dir() and any(out.iterdir()):
+        if not holds_run(out):
+            raise ConfigError(f"output directory {out} is not empty and is not a purerl run; choose a new or empty --out")
+        if not overwrite:
+            previous = json.loads((out / CONFIG).read_text())
+            if previous == config:
+                raise ConfigError(f"{out} already holds this run; pass --resume to continue it, or --overwrite to replace it")
+            raise ConfigError(f"{out} already holds a different run (differs in: {_differences(previous, config)}); "
+                              "choose another --out, or --overwrite to replace it")
+        if _protected(out):
+            raise ConfigError(f"refusing to overwrite {out}: it is the current, home or root directory")
+        foreign = foreign_entries(out)
+        if foreign:
+            raise ConfigError(f"refusing to overwrite {out}: it holds files purerl did not write ({', '.join(foreign[:3])})")
+    check_writable(out)
+    return False
+
+
+def start(out: Path, config: dict[str, Any], resumed: bool) -> None:
+    """Create the directory (replacing a run that `prepare` allowed to be overwritten), mark it, write config.json."""
+    from purerl.results import write_atomic
+
+    out = Path(out)
+    if not resumed and holds_run(out) and not foreign_entries(out) and not _protected(out):
+        for entry in out.iterdir():  # only purerl's own entries are left here: prepare checked
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / MARKER, json.dumps({"purerl_run": True}) + "\n")
+    write_atomic(out / CONFIG, json.dumps(config, indent=2, sort_keys=True))

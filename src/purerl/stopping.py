@@ -1,0 +1,53 @@
+"""Stop a long run cleanly on SIGINT or SIGTERM (what Ctrl-C and cluster schedulers send before preemption).
+
+The first signal only asks the run to stop at the next chunk boundary, where it saves a checkpoint and
+raises `StopRequested`; the same command with `--resume` then continues bit-for-bit. A second signal
+acts as usual (interrupts at once), so a user is never stuck waiting for a long chunk.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class StopRequested(Exception):
+    """The run stopped early at `done` of `total` on a signal; its state is checkpointed when `saved`."""
+
+    def __init__(self, signal_name: str, done: int, total: int, saved: bool):
+        super().__init__(f"stopped by {signal_name} at {done} of {total}")
+        self.signal_name, self.done, self.total, self.saved = signal_name, done, total, saved
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + signal.Signals[self.signal_name].value
+
+
+class graceful_stop:
+    """Within the block, the first SIGINT/SIGTERM sets `requested` (the signal's name) instead of killing."""
+
+    def __init__(self):
+        self.requested: str | None = None
+        self._previous: dict = {}
+
+    def __enter__(self) -> graceful_stop:
+        if threading.current_thread() is threading.main_thread():  # signal handlers live on the main thread
+            self._previous = {s: signal.signal(s, self._handle) for s in SIGNALS}
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = signal.Signals(signum).name
+        self._restore()
+        print(f"purerl: {self.requested} received; stopping after this chunk with a checkpoint "
+              "(send it again to stop at once)", file=sys.stderr, flush=True)
+
+    def _restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+    def __exit__(self, *exc) -> None:
+        self._restore()

@@ -1,0 +1,82 @@
+"""Resume: a real SIGINT/SIGTERM to a real process saves a checkpoint, and resuming gives the bit-identical
+result; resuming a finished run (or one killed before its outputs) completes it and changes nothing."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from purerl.cli import main
+
+# ~600 updates: long enough to be stopped mid-run, a few seconds of compute.
+LONG = ["train", "--seeds", "2", "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "153600",
+        "--update-epochs", "1", "--num-minibatches", "1", "--no-progress", "--checkpoint-every", "1e9"]
+SHORT = ["train", "--seeds", "2", "--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024",
+         "--update-epochs", "1", "--num-minibatches", "1", "--no-progress"]
+
+
+def purerl(*args) -> subprocess.Popen:
+    exe = Path(sys.executable).with_name("purerl")
+    return subprocess.Popen([str(exe), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def without_timing(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k not in ("compile_s", "run_s", "env_steps_per_s", "resumed_from_update")}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("reference") / "run"
+    proc = purerl(*LONG, "--out", out)
+    assert proc.wait() == 0, proc.stderr.read()
+    return out
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_saves_a_checkpoint_and_resume_is_bit_identical(tmp_path, reference, sig):
+    out = tmp_path / "run"
+    proc = purerl(*LONG, "--out", out)
+    deadline = time.time() + 300
+    while not (out / "checkpoint").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)  # the checkpoint directory appears once the program is compiled and running
+    time.sleep(0.3)
+    assert proc.poll() is None, "the run finished before it could be stopped"
+    proc.send_signal(sig)
+    code = proc.wait(timeout=120)
+    err = proc.stderr.read().strip().splitlines()
+    assert code == 128 + sig.value, err
+    assert f"stopped by {sig.name}; checkpoint saved at" in err[-1] and "--resume" in err[-1]
+    assert not (out / "summary.json").exists()
+
+    resumed = purerl(*LONG, "--out", out, "--resume")
+    assert resumed.wait() == 0, resumed.stderr.read()
+    assert (out / "metrics.csv").read_bytes() == (reference / "metrics.csv").read_bytes()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resumed_from_update"] > 0
+    assert without_timing(summary) == without_timing(json.loads((reference / "summary.json").read_text()))
+
+
+def test_resuming_a_finished_run_changes_nothing_and_completes_missing_outputs(capsys, tmp_path):
+    out = tmp_path / "run"
+    assert main([*SHORT, "--out", str(out)]) == 0
+    capsys.readouterr()
+    summary, metrics = (out / "summary.json").read_bytes(), (out / "metrics.csv").read_bytes()
+
+    assert main([*SHORT, "--out", str(out), "--resume"]) == 0
+    printed = capsys.readouterr().out
+    assert "final return" in printed and "env steps/s" in printed
+    assert (out / "summary.json").read_bytes() == summary and (out / "metrics.csv").read_bytes() == metrics
+
+    # A kill between the final checkpoint and the outputs: resume writes them, from the saved timing.
+    for name in ("summary.json", "metrics.csv", "curves.png"):
+        (out / name).unlink()
+    assert main([*SHORT, "--out", str(out), "--resume"]) == 0
+    assert (out / "metrics.csv").read_bytes() == metrics and (out / "curves.png").exists()
+    rewritten = json.loads((out / "summary.json").read_text())
+    assert without_timing(rewritten) == without_timing(json.loads(summary))
+    assert rewritten["run_s"] == json.loads(summary)["run_s"] and rewritten["env_steps_per_s"] > 0

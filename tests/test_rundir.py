@@ -1,0 +1,116 @@
+"""Run directories: no user file is ever deleted, --resume never starts afresh, bad destinations are one line."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from purerl import rundir
+from purerl.cli import main
+from purerl.config import ConfigError
+
+SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "1",
+         "--num-minibatches", "1", "--no-progress"]
+
+
+def run_cli(capsys, *argv):
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def user_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "mine"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "thesis.txt").write_text("four years of work")
+    (folder / "sub" / "data.csv").write_text("1,2,3\n")
+    return folder
+
+
+def fake_run(folder: Path, config: dict, extra: dict[str, str] | None = None) -> Path:
+    rundir.start(folder, config, resumed=False)
+    for name, text in (extra or {}).items():
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("command", [["train", *SMALL], ["evolve", "value-loss", "--generations", "2", "--no-progress"]])
+def test_overwrite_never_empties_a_folder_purerl_did_not_create(capsys, tmp_path, command):
+    folder = user_folder(tmp_path)
+    before = snapshot(folder)
+    code, _, err = run_cli(capsys, *command, "--out", folder, "--overwrite")
+    assert code == 2 and err.count("\n") == 1
+    assert "not a purerl run" in err and "--overwrite" not in err  # no invitation to delete it
+    assert snapshot(folder) == before
+
+
+def test_overwrite_refuses_the_current_directory_even_when_it_is_a_run(capsys, tmp_path, monkeypatch):
+    fake_run(tmp_path, {"command": "train"})
+    before = snapshot(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, "train", *SMALL, "--out", ".", "--overwrite")
+    assert code == 2 and "current, home or root directory" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_overwrite_refuses_a_run_holding_a_foreign_file(capsys, tmp_path):
+    run = fake_run(tmp_path / "run", {"command": "train"}, extra={"metrics.csv": "x", "notes.txt": "mine"})
+    before = snapshot(run)
+    code, _, err = run_cli(capsys, "train", *SMALL, "--out", run, "--overwrite")
+    assert code == 2 and "files purerl did not write (notes.txt)" in err
+    assert snapshot(run) == before
+
+
+def test_overwrite_replaces_a_run_that_holds_only_purerls_files(tmp_path):
+    run = fake_run(tmp_path / "run", {"command": "train", "seeds": [0]}, extra={"metrics.csv": "old"})
+    (run / "checkpoint" / "7").mkdir(parents=True)
+    assert rundir.prepare(run, {"command": "train", "seeds": [1]}, resume=False, overwrite=True) is False
+    rundir.start(run, {"command": "train", "seeds": [1]}, resumed=False)
+    assert sorted(p.name for p in run.iterdir()) == [rundir.MARKER, rundir.CONFIG]
+    assert json.loads((run / rundir.CONFIG).read_text())["seeds"] == [1]
+
+
+def test_a_run_without_overwrite_or_resume_is_left_alone(tmp_path):
+    run = fake_run(tmp_path / "run", {"command": "train", "seeds": [0]})
+    with pytest.raises(ConfigError, match="already holds this run; pass --resume"):
+        rundir.prepare(run, {"command": "train", "seeds": [0]}, resume=False, overwrite=False)
+    with pytest.raises(ConfigError, match=r"already holds a different run \(differs in: seeds\)"):
+        rundir.prepare(run, {"command": "train", "seeds": [1]}, resume=False, overwrite=False)
+    with pytest.raises(ConfigError, match=r"--resume: .* holds a different run \(differs in: seeds\)"):
+        rundir.prepare(run, {"command": "train", "seeds": [1]}, resume=True, overwrite=False)
+    assert rundir.prepare(run, {"command": "train", "seeds": [0]}, resume=True, overwrite=False) is True
+
+
+@pytest.mark.parametrize("command", [["train", *SMALL], ["evolve", "value-loss", "--no-progress"]])
+def test_resume_without_a_run_is_an_error_not_a_fresh_start(capsys, tmp_path, command):
+    code, _, err = run_cli(capsys, *command, "--resume")
+    assert code == 2 and "--resume needs --out" in err
+    for out in (tmp_path / "missing", tmp_path):
+        code, _, err = run_cli(capsys, *command, "--out", out, "--resume")
+        assert code == 2 and "holds no purerl run to continue" in err and err.count("\n") == 1
+    assert not (tmp_path / "missing").exists() and not any(tmp_path.iterdir())
+
+
+def test_unwritable_destinations_are_one_line_before_anything_is_written(capsys, tmp_path):
+    (tmp_path / "file").write_text("x")
+    for out, message in ((tmp_path / "file" / "run", "is a file, not a directory"),
+                         (Path("/proc/purerl-run"), "is not writable")):
+        code, _, err = run_cli(capsys, "train", *SMALL, "--out", out)
+        assert code == 2 and message in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through directory permissions")
+def test_a_directory_without_write_permission_is_refused(capsys, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    code, _, err = run_cli(capsys, "train", *SMALL, "--out", locked / "run")
+    assert code == 2 and "is not writable" in err
