@@ -17,7 +17,7 @@ def test_worker_cold_then_warm_cache_and_report(tmp_path):
     assert cold["flops_per_update"] > 0 and 0 < cold["fraction_of_matmul_floor"] < 1
     assert warm["compile_s"] < cold["compile_s"]  # loaded from the cache, not compiled again
 
-    record = {"task": "cartpole", "command": "purerl bench --test", "repeats": 1, "rows": [{"seeds": 2, "purerl": cold, "sb3": {"error": "not installed"}}],
+    record = {"task": "cartpole", "command": "purerl bench --test", "repeats": 1, "rows": [{"seeds": 2, "purerl": cold, "sb3": {"error": "not installed"}, "load_avg_1min": 1.5}],
               "machine": harness.machine(), "versions": harness.versions(),
               "peers": {"sb3": {"description": "SB3.", "requirements": ["stable-baselines3"], "mismatches": []}}}
     report = harness.write_report([record], tmp_path / "benchmarks.md").read_text()

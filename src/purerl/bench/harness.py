@@ -210,6 +210,11 @@ def write_report(records: list[dict], out_md: Path) -> Path:
     return out_md
 
 
+def systems(row: dict) -> list[str]:
+    """The measured systems of a width's row (its other keys are the width and the load)."""
+    return [key for key, value in row.items() if isinstance(value, dict)]
+
+
 def per_device(result: dict) -> float | None:
     steps = result.get("env_steps_per_s")
     return None if steps is None else steps / result.get("devices", 1)
@@ -220,7 +225,7 @@ def _fmt(value, spec=",.0f"):
 
 
 def _task_section(record: dict) -> list[str]:
-    peer_names = [k for k in record["rows"][0] if k not in ("seeds", "purerl")]
+    peer_names = [k for k in systems(record["rows"][0]) if k != "purerl"]
     lines = [
         f"## {record['task']}",
         "",
@@ -360,8 +365,7 @@ def _plot(records: list[dict], path: Path) -> Path:
 
     fig, axes = plt.subplots(1, len(records), figsize=(6 * len(records), 4.2), squeeze=False)
     for ax, record in zip(axes[0], records):
-        systems = [k for k in record["rows"][0] if k != "seeds"]
-        for system in systems:
+        for system in systems(record["rows"][0]):
             points = [(row["seeds"], row[system]["agents_per_hour"]) for row in record["rows"]
                       if not row[system].get("error") and row[system].get("agents_per_hour")]
             if points:
