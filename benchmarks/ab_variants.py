@@ -1,15 +1,18 @@
-"""Side-by-side A/B of PPO implementation variants on CartPole-v1, 1 seed, in one process.
+"""Side-by-side A/B of PPO implementation variants, in one process, on one device.
 
 Each variant is compiled first, then the compiled programs run in turns (median of
 `--repeats`), so they share the machine's state; steps/s are steady state. These are
-the candidates tried while optimising (docs/benchmarks.md has the result of the choice):
+the candidates tried while optimising (benchmarks/README.md has what each bought):
 
     PURERL_HOST_DEVICES=1 python benchmarks/ab_variants.py --repeats 3
+    PURERL_HOST_DEVICES=1 python benchmarks/ab_variants.py --task minatar --seeds 8 --total-timesteps 131072 \
+        --variants "purerl,rolled threefry (before)"
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -19,6 +22,7 @@ import optax
 
 from purerl.algos import ppo as ppo_module
 from purerl.bench.worker import task_config
+from purerl.envs.core import unroll_threefry_on_cpu
 from purerl.population import make_members
 
 
@@ -51,8 +55,11 @@ def unrolled(body_name: str, unroll: int):
     return Unrolled
 
 
+ROLLED_THREEFRY = {"rolled threefry (before)"}  # compiled with jax's own CPU lowering
+
 VARIANTS = {
-    "purerl (flattened Adam)": ppo_module.PPO,
+    "purerl": ppo_module.PPO,
+    "rolled threefry (before)": ppo_module.PPO,  # compiled under ROLLED_THREEFRY
     "per-array Adam": PerArrayAdam,
     "rollout scan unroll 4": unrolled("env_step", 4),
     "minibatch scan unroll 4": unrolled("minibatch_step", 4),
@@ -63,12 +70,19 @@ VARIANTS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--task", default="cartpole", choices=("cartpole", "minatar"))
+    parser.add_argument("--seeds", type=int, default=1, help="seeds vmapped in one program")
+    parser.add_argument("--total-timesteps", type=int, help="steps per agent (default: the task's)")
+    parser.add_argument("--variants", help="comma-separated names (default: all)")
     args = parser.parse_args()
-    config, hp = task_config("cartpole")
-    members = make_members([0], hp)
+    config, hp = task_config(args.task, args.total_timesteps)
+    members = make_members(list(range(args.seeds)), hp)
+    chosen = args.variants.split(",") if args.variants else list(VARIANTS)
     keys, hps = members.keys(), members.hyperparams.as_arrays()
     programs = {}
-    for name, cls in VARIANTS.items():
+    for name in chosen:
+        cls = VARIANTS[name]
+        unroll_threefry_on_cpu(name not in ROLLED_THREEFRY)  # lowering happens at compile time
         tick = time.perf_counter()
         programs[name] = (jax.jit(jax.vmap(cls(config))).lower(keys, hps).compile(), time.perf_counter() - tick)
     times = {name: [] for name in programs}
@@ -79,7 +93,9 @@ def main() -> None:
             out = jax.block_until_ready(compiled(keys, hps))
             times[name].append(time.perf_counter() - tick)
             returns[name] = float(jnp.nanmean(out.metrics["episode_return"][:, -10:]))
-    steps = config.num_updates * config.batch_size
+    print(f"{args.task}, {args.seeds} seed(s), {config.num_updates * config.batch_size:,} steps each, "
+          f"median of {args.repeats}, load average {os.getloadavg()[0]:.1f}")
+    steps = config.num_updates * config.batch_size * args.seeds
     print("| variant | compile s | run s | env steps/s | final return |\n|---|---|---|---|---|")
     for name, (_, compile_s) in programs.items():
         run_s = statistics.median(times[name])

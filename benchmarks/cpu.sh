@@ -1,4 +1,16 @@
 #!/usr/bin/env bash
-# The 2-core CPU benchmark: CartPole 1, 8, 64 seeds vs SB3 and rejax (about 40 minutes).
+# The 2-core CPU benchmark, each command one side-by-side run that regenerates its section of docs/benchmarks.md:
+#   CartPole 1, 8, 64 seeds vs SB3, rejax and PureJaxRL's own ppo.py; Breakout-MinAtar 8 seeds vs PureJaxRL;
+#   meta-evolution throughput (value-loss study, CPU preset).
+# PUREJAXRL=PATH is a checkout of luchris429/purejaxrl (without it that peer is skipped, with its reason).
+# PEERS (default sb3,rejax), CARTPOLE_STEPS (default 500000) and MINATAR_STEPS (default 1048576) shorten a run
+# on a busy machine; both sides of every ratio always run the same steps.
 set -euo pipefail
-exec "${PURERL:-purerl}" bench --task cartpole --preset cpu --peers sb3,rejax --repeats 3 "$@"
+purerl="${PURERL:-purerl}"
+pjr=()
+if [ -n "${PUREJAXRL:-}" ]; then pjr=(--purejaxrl "$PUREJAXRL"); fi
+"$purerl" bench --task cartpole --seeds 1,8,64 --total-timesteps "${CARTPOLE_STEPS:-500000}" --repeats "${REPEATS:-3}" \
+    --peers "${PEERS:-sb3,rejax}" "${pjr[@]}"
+"$purerl" bench --task minatar --seeds 8 --total-timesteps "${MINATAR_STEPS:-1048576}" --repeats "${REPEATS:-3}" \
+    --peers none "${pjr[@]}"
+"$purerl" bench --task evolve --preset cpu --repeats "${REPEATS:-3}"

@@ -17,7 +17,7 @@ def test_worker_cold_then_warm_cache_and_report(tmp_path):
     assert cold["flops_per_update"] > 0 and 0 < cold["fraction_of_matmul_floor"] < 1
     assert warm["compile_s"] < cold["compile_s"]  # loaded from the cache, not compiled again
 
-    record = {"task": "cartpole", "command": "purerl bench --test", "repeats": 1, "rows": [{"seeds": 2, "purerl": cold, "sb3": {"error": "not installed"}}],
+    record = {"task": "cartpole", "command": "purerl bench --test", "repeats": 1, "rows": [{"seeds": 2, "purerl": cold, "sb3": {"error": "not installed"}, "load_avg_1min": 1.5}],
               "machine": harness.machine(), "versions": harness.versions(),
               "peers": {"sb3": {"description": "SB3.", "requirements": ["stable-baselines3"], "mismatches": []}}}
     report = harness.write_report([record], tmp_path / "benchmarks.md").read_text()
@@ -25,3 +25,80 @@ def test_worker_cold_then_warm_cache_and_report(tmp_path):
     assert "| sb3 | 2 | could not run: not installed |" in report
     assert (tmp_path / "benchmarks" / "agents_per_hour.png").exists()
     assert harness.ratio(cold, {"env_steps_per_s": cold["env_steps_per_s"] / 2}, "env_steps_per_s") == 2.0
+
+
+def _purejaxrl_script():
+    import sys
+
+    from purerl.bench.peers import SCRIPTS_DIR
+
+    sys.path.insert(0, str(SCRIPTS_DIR))
+    import purejaxrl_ppo
+
+    return purejaxrl_ppo
+
+
+def test_purejaxrl_patches_a_temporary_copy_and_reads_its_own_config(tmp_path):
+    script = _purejaxrl_script()
+    checkout, copy = tmp_path / "purejaxrl", tmp_path / "copy"
+    (checkout / "purejaxrl").mkdir(parents=True)
+    copy.mkdir()
+    wrappers = "import jax\n" + script.BRAX_NAVIX_IMPORTS + "class FlattenObservationWrapper:\n" + script.FIVE_VALUE_STEP
+    (checkout / "purejaxrl" / "wrappers.py").write_text(wrappers)
+    (checkout / "purejaxrl" / "ppo.py").write_text('if __name__ == "__main__":\n    config = {"LR": 2.5e-4, "ENV_NAME": '
+                                                   '"CartPole-v1", "DEBUG": True}\n')
+    applied = script.patched_copy(checkout, copy)
+    assert len(applied) == len(script.PATCHES)
+    patched = (copy / "wrappers.py").read_text()
+    assert "brax" not in patched and "navix" not in patched and "terminated, truncated, info" in patched
+    assert (checkout / "purejaxrl" / "wrappers.py").read_text() == wrappers  # the user's checkout is untouched
+    config = script.purejaxrl_config(checkout, "cartpole", 1024)
+    assert config == {"LR": 2.5e-4, "ENV_NAME": "CartPole-v1", "DEBUG": False, "TOTAL_TIMESTEPS": 1024}
+    (checkout / "purejaxrl" / "wrappers.py").write_text("import jax\n")  # a PureJaxRL this script does not know
+    try:
+        script.patched_copy(checkout, copy)
+    except script.PatchError as error:
+        assert "expects its text once" in str(error) and "\n" not in str(error)
+    else:
+        raise AssertionError("an unknown wrappers.py must stop the peer")
+
+
+def test_purejaxrl_peer_without_a_checkout_is_skipped_with_its_reason():
+    result = harness.run_peer("purejaxrl", "cartpole", 1, 512, 1, None)
+    assert result["error"] == harness.PUREJAXRL_SKIPPED and "\n" not in result["error"]
+
+
+def test_evolve_report_states_the_split_of_a_generation(tmp_path):
+    parts = {"generation": 10.0, "ask": 0.01, "tell": 0.01, "to_host": 0.001, "to_device": 0.001, "from_device": 0.001,
+             "inner_training": 9.9, "checkpoint": 0.05}
+    result = {"study_preset": "cpu", "population_size": 16, "rollouts": 1, "inner_total_timesteps": 100_096,
+              "devices": 2, "backend": "cpu", "generations_measured": 3, "first_generation_s": 20.0,
+              "generation_s": 10.0, "parts_s": parts, "parts_fraction": {k: v / 10.05 for k, v in parts.items()},
+              "es_overhead_fraction": 0.02 / 10.05, "agents_per_hour": 5731, "agents_per_hour_with_compile": 5700,
+              "env_steps_per_s": 159_000}
+    record = {"task": "evolve", "preset": "cpu", "repeats": 3, "evolve": result, "load_avg_1min": 1.0,
+              "machine": harness.machine(), "versions": harness.versions(), "command": "purerl bench --task evolve"}
+    text = harness.write_report([record], tmp_path / "benchmarks.md").read_text()
+    assert "## Meta-evolution throughput (cpu preset)" in text and "| 5,731 | 5,700 | 159,000 |" in text
+    assert "| ES ask | 0.0100 |" in text and "0.199%" in text
+
+
+def test_unrolled_threefry_gives_the_same_bits_as_jax_cpu_default():
+    import jax
+
+    from purerl.envs.core import unroll_threefry_on_cpu
+
+    def draws(seed):
+        keys = jax.random.split(jax.random.PRNGKey(seed), 4)
+        return jax.vmap(lambda k: jax.random.uniform(k, (3,)))(keys), jax.random.categorical(keys[0], jax.numpy.zeros(5))
+
+    try:
+        unroll_threefry_on_cpu(False)
+        rolled_text = jax.jit(draws).lower(7).as_text()
+        rolled = jax.jit(lambda s: draws(s))(7)
+    finally:
+        unroll_threefry_on_cpu(True)
+    unrolled_text = jax.jit(lambda s: draws(s)).lower(7).as_text()
+    unrolled = jax.jit(lambda s: draws(s))(7)
+    assert "while" in rolled_text and "while" not in unrolled_text  # really two lowerings
+    assert all((a == b).all() for a, b in zip(jax.tree.leaves(rolled), jax.tree.leaves(unrolled)))

@@ -30,12 +30,14 @@ PRESETS = {
     "cpu": {"cartpole": [1, 8, 64], "minatar": [1, 8]},
     "gpu": {"cartpole": [1, 32, 256, 2048], "minatar": [1, 16, 256]},
 }
-PEER_TASKS = {"cartpole"}  # the peers run CartPole-v1 only
+TASK_STEPS = {"cartpole": 500_000, "minatar": 1_048_576}  # the worker's defaults (steps per agent)
+PUREJAXRL_SKIPPED = "skipped: no checkout of luchris429/purejaxrl given (purerl bench --purejaxrl PATH)"
 SB3_MEASURED_SEEDS = 1  # SB3 trains seeds one after another; more seeds are extrapolated linearly
 
 
 def run_worker(task: str, seeds: int, repeats: int, cache_dir: Path | None, floor: bool = False,
-               total_timesteps: int | None = None, devices: int | None = None, timeout_s: float = 3600) -> dict:
+               total_timesteps: int | None = None, devices: int | None = None, timeout_s: float = 3600,
+               extra: tuple[str, ...] = ()) -> dict:
     """One purerl measurement in a fresh process (cache_dir None: no persistent cache at all)."""
     env = dict(os.environ)
     env.pop("PURERL_NO_COMPILE_CACHE", None)
@@ -52,6 +54,7 @@ def run_worker(task: str, seeds: int, repeats: int, cache_dir: Path | None, floo
            "--repeats", str(repeats)]
     cmd += ["--floor"] if floor else []
     cmd += ["--total-timesteps", str(total_timesteps)] if total_timesteps else []
+    cmd += list(extra)
     tick = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
@@ -70,9 +73,14 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
           progress=print, purejaxrl: Path | None = None) -> dict[str, Any]:
     """Measure every width: purerl cold, purerl warm, then each peer; returns the full record.
 
-    `purejaxrl`: a checkout of luchris429/purejaxrl, whose own ppo.py then runs beside purerl in this Python.
+    `purejaxrl` is a checkout of luchris429/purejaxrl for the purejaxrl peer (skipped, with its reason, without
+    one). On a CPU it runs in its own venv like every peer; on a GPU, whose machine may have no network to
+    build that venv, its own ppo.py runs in this Python (`bench/purejaxrl.py`).
     """
     rows, on_gpu = [], gpu_count() > 0
+    in_process = on_gpu and purejaxrl is not None
+    names = [name for name in peer_names if task in peer_runner.PEERS[name].tasks
+             and not (in_process and name == "purejaxrl")]
     for width in widths:
         with tempfile.TemporaryDirectory(prefix="purerl-bench-cache-") as cache:
             progress(f"[{task} x{width}] purerl, cold compile (empty cache), {repeats} timed runs")
@@ -89,19 +97,29 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
             steps = ours["total_timesteps"] * width
             ours["env_steps_per_s"] = steps / ours["run_s"]
             ours["agents_per_hour"] = width / (ours["compile_s"] + ours["run_s"]) * 3600
-        row = {"seeds": width, "purerl": ours}
-        for name in peer_names if task in PEER_TASKS else []:
+        row = {"seeds": width, "purerl": ours, "load_avg_1min": os.getloadavg()[0]}
+        for name in names:
             progress(f"[{task} x{width}] peer {name}")
-            row[name] = run_peer(name, width, ours.get("total_timesteps") or total_timesteps or 500_000)
-        if purejaxrl:
-            progress(f"[{task} x{width}] PureJaxRL's own ppo.py")
+            steps = ours.get("total_timesteps") or total_timesteps or TASK_STEPS[task]
+            row[name] = run_peer(name, task, width, steps, repeats + 1, purejaxrl)
+        if in_process:
+            progress(f"[{task} x{width}] PureJaxRL's own ppo.py, in this Python")
             row["purejaxrl"] = purejaxrl_peer.run(purejaxrl, task, width, repeats + 1, total_timesteps)
         rows.append(row)
-    peers = {name: _peer_info(name) for name in peer_names}
-    if purejaxrl:
+    peers = {name: _peer_info(name) for name in names}
+    if in_process:
         peers["purejaxrl"] = purejaxrl_peer.peer_info(purejaxrl)
     return {"task": task, "repeats": repeats, "rows": rows, "machine": machine(), "versions": versions(),
             "peers": peers}
+
+
+def bench_evolve(preset: str, repeats: int, progress=print) -> dict[str, Any]:
+    """Meta-evolution throughput (value-loss study) in a fresh process: `repeats` generations after the first."""
+    progress(f"[evolve {preset}] value-loss evolution, {repeats} timed generations after the first")
+    with tempfile.TemporaryDirectory(prefix="purerl-bench-cache-") as cache:
+        result = run_worker("evolve", 1, repeats, Path(cache), extra=("--preset", preset))
+    return {"task": "evolve", "preset": preset, "repeats": repeats, "evolve": result, "load_avg_1min": os.getloadavg()[0],
+            "machine": machine(), "versions": versions()}
 
 
 def gpu_count() -> int:
@@ -120,9 +138,15 @@ def bench_devices(task: str, widths: list[int], device_counts: list[int], repeat
     return {"task": task, "repeats": repeats, "device_rows": rows, "machine": machine(), "versions": versions()}
 
 
-def run_peer(name: str, seeds: int, total_timesteps: int) -> dict:
+def run_peer(name: str, task: str, seeds: int, total_timesteps: int, repeats: int, purejaxrl: Path | None) -> dict:
+    """One peer measurement in its own venv; `repeats` timed runs where the peer's script supports them."""
+    args: list[str] = []
+    if name == "purejaxrl":
+        if purejaxrl is None:
+            return {"peer": name, "seeds": seeds, "error": PUREJAXRL_SKIPPED}
+        args = ["--checkout", str(purejaxrl), "--task", task, "--repeats", str(repeats)]
     try:
-        return peer_runner.run_peer(name, seeds, total_timesteps, cache_dir=cache_root(),
+        return peer_runner.run_peer(name, seeds, total_timesteps, cache_dir=cache_root(), peer_args=args,
                                     max_measured_seeds=SB3_MEASURED_SEEDS if name == "sb3" else None)
     except peer_runner.PeerError as error:  # install failures and the like: reported, never skipped
         return {"peer": name, "seeds": seeds, "error": str(error)}
@@ -191,8 +215,20 @@ def write_report(records: list[dict], out_md: Path) -> Path:
     for record in records:
         if "device_rows" in record:
             lines += _devices_section(record)
+        if "evolve" in record:
+            lines += _evolve_section(record)
     results.write_atomic(out_md, "\n".join(lines))
     return out_md
+
+
+def systems(row: dict) -> list[str]:
+    """The measured systems of a width's row (its other keys are the width and the load)."""
+    return [key for key, value in row.items() if isinstance(value, dict)]
+
+
+def per_device(result: dict) -> float | None:
+    steps = result.get("env_steps_per_s")
+    return None if steps is None else steps / result.get("devices", 1)
 
 
 def _fmt(value, spec=",.0f"):
@@ -200,38 +236,49 @@ def _fmt(value, spec=",.0f"):
 
 
 def _task_section(record: dict) -> list[str]:
-    peer_names = [k for k in record["rows"][0] if k not in ("seeds", "purerl")]
+    peer_names = [k for k in systems(record["rows"][0]) if k != "purerl"]
     lines = [
         f"## {record['task']}",
         "",
         f"`{record.get('command', 'purerl bench')}`",
         "",
+        "Several cores: purerl shards the seeds over one JAX host device per core (a width below the device count "
+        "uses fewer devices); every peer runs on one device. `env steps/s` is the whole machine's rate; "
+        "`per device` divides it by the devices used, which is the like-for-like efficiency figure.",
+        "",
         "| system | seeds | devices | cold compile s | warm-cache compile s | new process to training s | run s | "
-        "env steps/s | agents/hour | peak RSS MB | final return |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "env steps/s | per device | agents/hour | peak RSS MB | final return | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in record["rows"]:
         for system in ["purerl", *peer_names]:
             r = row[system]
             if r.get("error"):
-                lines.append(f"| {system} | {row['seeds']} | could not run: {r['error']} ||||||||| ")
+                lines.append(f"| {system} | {row['seeds']} | could not run: {r['error']} ||||||||||| ")
                 continue
             note = f" (extrapolated from {r['measured_seeds']})" if r.get("extrapolated") else ""
             lines.append(
                 f"| {system}{note} | {row['seeds']} | {r.get('devices', 1)} | {_fmt(r.get('compile_s'), '.2f')} | "
                 f"{_fmt(r.get('warm_compile_s'), '.2f')} | {_fmt(r.get('warm_process_start_to_ready_s'), '.2f')} | "
-                f"{_fmt(r.get('run_s'), '.1f')} | {_fmt(r.get('env_steps_per_s'))} | {_fmt(r.get('agents_per_hour'))} | "
-                f"{_fmt(r.get('peak_rss_mb'))} | {_fmt(r.get('final_return'), '.1f')} |"
+                f"{_fmt(r.get('run_s'), '.1f')} | {_fmt(r.get('env_steps_per_s'))} | {_fmt(per_device(r))} | "
+                f"{_fmt(r.get('agents_per_hour'))} | {_fmt(r.get('peak_rss_mb'))} | {_fmt(r.get('final_return'), '.1f')} | "
+                f"{_fmt(row.get('load_avg_1min'), '.1f')} |"
             )
     if peer_names:
-        lines += ["", "Ratios, purerl / peer, at the same width (steady-state env steps/s; agents/hour with compile):",
-                  "", "| seeds | " + " | ".join(f"vs {p}: steps/s | vs {p}: agents/h" for p in peer_names) + " |",
-                  "|---|" + "---|---|" * len(peer_names)]
+        lines += ["", "Ratios, purerl / peer, at the same width, measured side by side in this run (steady-state env "
+                  "steps/s of the machine and per device; agents/hour with compile):",
+                  "", "| seeds | " + " | ".join(f"vs {p}: steps/s | vs {p}: per device | vs {p}: agents/h"
+                                               for p in peer_names) + " |",
+                  "|---|" + "---|---|---|" * len(peer_names)]
         for row in record["rows"]:
             cells = []
             for p in peer_names:
-                cells += [_fmt(ratio(row["purerl"], row[p], "env_steps_per_s"), ".2f") + "x",
-                          _fmt(ratio(row["purerl"], row[p], "agents_per_hour"), ".1f") + "x"]
+                ours, theirs = row["purerl"], row[p]
+                device_ratio = (None if ratio(ours, theirs, "env_steps_per_s") is None
+                                else per_device(ours) / per_device(theirs))
+                cells += [_fmt(ratio(ours, theirs, "env_steps_per_s"), ".2f") + "x",
+                          _fmt(device_ratio, ".2f") + "x",
+                          _fmt(ratio(ours, theirs, "agents_per_hour"), ".1f") + "x"]
             lines.append(f"| {row['seeds']} | " + " | ".join(cells) + " |")
     ours = [row["purerl"] for row in record["rows"] if not row["purerl"].get("error")]
     if len(ours) > 1:
@@ -257,6 +304,37 @@ def _devices_section(record: dict) -> list[str]:
         lines.append(f"| {row['seeds']} | {row['devices']} | {r['compile_s']:.2f} | {r['run_s']:.1f} | "
                      f"{r['env_steps_per_s']:,.0f} | {r['agents_per_hour']:,.0f} | {rel} |")
     return lines + [""]
+
+
+EVOLVE_PARTS = {"inner_training": "inner training (compiled PPO runs of the population)", "ask": "ES ask",
+                "tell": "ES tell", "to_host": "population to host", "to_device": "population to devices",
+                "from_device": "fitness to host", "checkpoint": "checkpoint (orbax save, waited for)"}
+
+
+def _evolve_section(record: dict) -> list[str]:
+    r = record["evolve"]
+    lines = [f"## Meta-evolution throughput ({record['preset']} preset)", "", f"`{record.get('command', 'purerl bench')}`", ""]
+    if r.get("error"):
+        return lines + [f"Could not run: {r['error']}", ""]
+    lines += [
+        f"The value-loss study (`purerl evolve --task value-loss --preset {r['study_preset']}`): population "
+        f"{r['population_size']} x {r['rollouts']} rollout(s), each a CartPole PPO run of {r['inner_total_timesteps']:,} "
+        f"env steps, on {r['devices']} {r['backend']} device(s) (the candidates are sharded over them). "
+        f"Median of {r['generations_measured']} generations after the first (which compiles: "
+        f"{r['first_generation_s']:.1f} s). Load average (1 min) at the end: {record['load_avg_1min']:.1f}.", "",
+        "| agents/hour (steady) | agents/hour (whole preset run, compile included) | env steps/s | s per generation "
+        "(with checkpoint) | ES ask+tell share |", "|---|---|---|---|---|",
+        f"| {r['agents_per_hour']:,.0f} | {r['agents_per_hour_with_compile']:,.0f} | {r['env_steps_per_s']:,.0f} | "
+        f"{r['generation_s'] + r['parts_s']['checkpoint']:.2f} | {r['es_overhead_fraction']:.3%} |", "",
+        "Where a generation's time goes (each part timed alone on the same inputs; the parts are measured "
+        "separately, so they need not sum exactly to the whole):", "", "| part | s | share of a generation |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {label} | {r['parts_s'][name]:.4f} | {r['parts_fraction'][name]:.2%} |"
+              for name, label in EVOLVE_PARTS.items()]
+    lines += ["", "For scale: the published meta-evolution trained 512 agents x 1024 generations in about 9 hours on "
+              "one A40, about 58k agents per hour (with 5e5-step inner runs; the CPU preset's are 1e5).", ""]
+    return lines
 
 
 def _floor_section(records: list[dict]) -> list[str]:
@@ -298,8 +376,7 @@ def _plot(records: list[dict], path: Path) -> Path:
 
     fig, axes = plt.subplots(1, len(records), figsize=(6 * len(records), 4.2), squeeze=False)
     for ax, record in zip(axes[0], records):
-        systems = [k for k in record["rows"][0] if k != "seeds"]
-        for system in systems:
+        for system in systems(record["rows"][0]):
             points = [(row["seeds"], row[system]["agents_per_hour"]) for row in record["rows"]
                       if not row[system].get("error") and row[system].get("agents_per_hour")]
             if points:

@@ -14,7 +14,7 @@ preset uses (4 envs x 128 steps, lr 2.5e-4 annealed, 4 epochs x 4 minibatches, .
 what the peer cannot express. A peer that cannot run returns a result whose `error`
 is a one-line reason and whose measurements are None; nothing is skipped silently.
 
-Command line: python -m purerl.bench.peers {sb3,rejax} --seeds N --total-timesteps T [-- SCRIPT ARGS]
+Command line: python -m purerl.bench.peers {sb3,rejax,purejaxrl} --seeds N --total-timesteps T [-- SCRIPT ARGS]
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class Peer:
     env: str
     mapping: dict[str, str] = field(default_factory=dict)
     mismatches: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ("cartpole",)  # the harness tasks the peer's script can run
 
     @property
     def script_path(self) -> Path:
@@ -167,6 +168,47 @@ PEERS: dict[str, Peer] = {
             "final_return comes from 128 evaluation episodes of the trained stochastic policy, run after "
             "training and outside run_s; SB3 and purerl report training episodes of the last 10 updates.",
         ),
+    ),
+    "purejaxrl": Peer(
+        name="purejaxrl",
+        description="PureJaxRL's own purejaxrl/ppo.py (JAX) from a user's checkout (--purejaxrl PATH), run on a "
+                    "patched temporary copy; N seeds vmapped in one compiled program",
+        requirements=(
+            (
+                # the same JAX stack and gymnax as purerl, plus distrax, which ppo.py imports
+                "jax==0.10.2",
+                "jaxlib==0.10.2",
+                "flax==0.12.8",
+                "optax==0.2.8",
+                "chex==0.1.92",
+                "gymnax==1.0.1",
+                "distrax==0.1.9",
+                "tfp-nightly==0.26.0.dev20261027",  # distrax's unpinned dependency
+                "numpy==2.4.6",
+            ),
+        ),
+        script="purejaxrl_ppo.py",
+        env="gymnax 1.0.1 CartPole-v1 and Breakout-MinAtar (gymnax.make, PureJaxRL's own wrappers)",
+        mapping={
+            "config": "CartPole: the dict in ppo.py's __main__ (DEBUG off); MinAtar: the dict in "
+                      "examples/brax_minatar.ipynb with ENV_NAME=Breakout-MinAtar; TOTAL_TIMESTEPS from the harness",
+            "total_timesteps": "TOTAL_TIMESTEPS = purerl's step count, a whole number of updates, so both sides "
+                               "run the same updates",
+            "patches": "wrappers.py: brax/navix imports dropped; FlattenObservationWrapper unpacks gymnax 1.x's "
+                       "six-value step (done = terminated or truncated). Applied to a temporary copy only.",
+        },
+        mismatches=(
+            "Patched, on a temporary copy only: wrappers.py's brax and navix imports are dropped, and its "
+            "FlattenObservationWrapper unpacks gymnax 1.x's six-value step, passing on done = terminated or "
+            "truncated. Config: CartPole's is ppo.py's own (DEBUG off), MinAtar's is examples/brax_minatar.ipynb's "
+            "with ENV_NAME=Breakout-MinAtar; TOTAL_TIMESTEPS is set to purerl's step count.",
+            "Time limits: PureJaxRL treats a truncated episode as terminal (no bootstrap); purerl bootstraps "
+            "from the final observation.",
+            "Seeds: PureJaxRL's keys are jax.random.split(PRNGKey(30), N); purerl's members are seeds 0..N-1.",
+            "final_return: PureJaxRL's returned_episode_returns of the training episodes that ended in the last "
+            "10 updates, as purerl reports its own.",
+        ),
+        tasks=("cartpole", "minatar"),
     ),
 }
 

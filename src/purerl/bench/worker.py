@@ -152,15 +152,98 @@ def floor_analysis(train, keys, hps, config, devices: int, run_s: float) -> dict
     }
 
 
+EVOLVE_PRESETS = {"cpu": "cpu", "gpu": "paper"}  # bench preset -> value-loss study preset
+
+
+def measure_evolve(preset: str, generations: int) -> dict:
+    """Meta-evolution throughput of the value-loss study, with a generation's time split into its parts.
+
+    A generation is what `evolve.run` does per step: ask, evaluate (host transfers
+    and the compiled inner training runs), tell, then a checkpoint. Whole
+    generations are timed after the first (which compiles); each part is then
+    timed alone on the same inputs, so the parts can be checked against the whole.
+    """
+    import tempfile
+    from pathlib import Path
+
+    import jax
+    import numpy as np
+
+    from purerl.checkpoint import Checkpointer
+    from purerl.evolve import Evolution
+    from purerl.studies import value_loss
+
+    study = EVOLVE_PRESETS[preset]
+    task = value_loss.make_task(study)
+    config = value_loss.es_config(study)
+    evolution = Evolution(task, config)
+    inner = value_loss.inner_config(task.info["total_timesteps"])
+    agents = config.population_size * config.rollouts
+    state = evolution.init_state()
+    tick = time.perf_counter()
+    state, *_ = evolution.generation(state, 0)
+    first_s = time.perf_counter() - tick
+
+    def timed(fn):
+        tick = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        return out, time.perf_counter() - tick
+
+    parts = {name: [] for name in ("generation", "ask", "to_host", "to_device", "inner_training", "from_device",
+                                   "tell", "checkpoint")}
+    with tempfile.TemporaryDirectory(prefix="purerl-bench-evolve-") as tmp:
+        checkpointer = Checkpointer(Path(tmp))
+        for index in range(1, generations + 1):
+            (state, _, fitness, best), seconds = timed(lambda: evolution.generation(state, index))
+            parts["generation"].append(seconds)
+            payload = {"es_state": state, "best_params": best}
+            parts["checkpoint"].append(timed(lambda: (checkpointer.save(index, payload),
+                                                      checkpointer.manager.wait_until_finished()))[1])
+            key = jax.random.PRNGKey(index)
+            population, seconds = timed(lambda: evolution.strategy.ask(key, state, evolution.params)[0])
+            parts["ask"].append(seconds)
+            host, seconds = timed(lambda: jax.tree.map(np.asarray, population))
+            parts["to_host"].append(seconds)
+            placed, seconds = timed(lambda: evolution.placement.put(host))
+            parts["to_device"].append(seconds)
+            keys = jax.random.split(key, config.rollouts)
+            scores, seconds = timed(lambda: evolution._evaluate(keys, placed))
+            parts["inner_training"].append(seconds)
+            parts["from_device"].append(timed(lambda: evolution.placement.get(scores, config.population_size))[1])
+            parts["tell"].append(timed(lambda: evolution.strategy.tell(key, population, -fitness, state,
+                                                                       evolution.params)[0])[1])
+        checkpointer.close()
+    median = {name: statistics.median(values) for name, values in parts.items()}
+    cycle = median["generation"] + median["checkpoint"]
+    env_steps = agents * inner.num_updates * inner.batch_size
+    return {
+        "task": "evolve", "preset": preset, "study_preset": study, "population_size": config.population_size,
+        "rollouts": config.rollouts, "generations_measured": generations, "preset_generations": config.generations,
+        "inner_total_timesteps": inner.num_updates * inner.batch_size, "devices": evolution.placement.num_devices,
+        "first_generation_s": first_s, "generation_s": median["generation"], "parts_s": median,
+        "parts_fraction": {name: value / cycle for name, value in median.items() if name != "generation"},
+        "es_overhead_fraction": (median["ask"] + median["tell"]) / cycle,
+        "agents_per_hour": agents / cycle * 3600,
+        "agents_per_hour_with_compile": agents * config.generations / (first_s + (config.generations - 1) * cycle) * 3600,
+        "env_steps_per_s": env_steps / cycle,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "backend": jax.default_backend(),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--task", choices=sorted(TASKS), default="cartpole")
+    parser.add_argument("--task", choices=sorted(TASKS) + ["evolve"], default="cartpole")
+    parser.add_argument("--preset", choices=sorted(EVOLVE_PRESETS), default="cpu", help="evolve only")
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--total-timesteps", type=int)
     parser.add_argument("--floor", action="store_true")
     args = parser.parse_args()
     assert os.environ.get("JAX_COMPILATION_CACHE_DIR") or os.environ.get("PURERL_NO_COMPILE_CACHE")
+    if args.task == "evolve":
+        print(json.dumps(measure_evolve(args.preset, args.repeats)))
+        return
     print(json.dumps(measure(args.task, args.seeds, args.repeats, args.total_timesteps, args.floor)))
 
 

@@ -14,6 +14,31 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.extend.random import threefry2x32_p
+from jax.interpreters import mlir
+
+try:  # the two lowerings jax ships for threefry; private, so a newer jax may move them (then nothing changes)
+    from jax._src.random.threefry2x32 import _threefry2x32_cpu_lowering_rule as _ROLLED
+    from jax._src.random.threefry2x32 import _threefry2x32_lowering_rule as _UNROLLED
+except ImportError:
+    _ROLLED = _UNROLLED = None
+
+
+def unroll_threefry_on_cpu(unrolled: bool = True) -> None:
+    """Lower threefry on CPU as straight-line code (jax's GPU/TPU lowering) instead of jax's CPU default,
+    a rolled five-iteration loop of tiny kernels.
+
+    Same bits, so every result is unchanged; only faster. Dispatch-bound loops pay per kernel, and one
+    rollout step hashes five times (its key split, the action, the per-env keys, and inside gymnax's
+    `step` its own split and the reset draw for auto-reset): three times faster per draw on a 2-core CPU
+    (benchmarks/README.md). Called on import, for every program of the process compiled afterwards.
+    """
+    rule = _UNROLLED if unrolled else _ROLLED
+    if rule is not None:
+        mlir.register_lowering(threefry2x32_p, rule, platform="cpu")
+
+
+unroll_threefry_on_cpu()
 
 
 class Timestep(NamedTuple):
