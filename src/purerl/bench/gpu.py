@@ -173,7 +173,8 @@ def _evolve_row(command: str, seconds: list[float], full: int, agents: int, step
 
 _PRESET_NUMBERS = """
 import dataclasses, json
-from purerl.studies import act, mfos_coin, value_loss
+from purerl.studies import act, value_loss
+from purerl.studies.mfos import coin as mfos_coin
 print(json.dumps({"value_loss": value_loss.PRESETS["paper"], "act": act.PRESETS["paper"],
                   "act_victim_steps": act.VICTIM.total_timesteps,
                   "coin": dataclasses.asdict(mfos_coin.PRESETS["paper"])}))

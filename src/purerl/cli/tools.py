@@ -13,7 +13,8 @@ from purerl.config import ConfigError
 
 def add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
-    bench.add_argument("--task", choices=["cartpole", "minatar", "all"], default="cartpole")
+    bench.add_argument("--task", choices=["cartpole", "minatar", "all", "evolve"], default="cartpole",
+                       help="evolve: meta-evolution throughput (value-loss study; --preset cpu, or gpu for paper)")
     bench.add_argument("--preset", choices=["cpu", "gpu"], default="cpu", help="widths per task (gpu: up to 2048)")
     bench.add_argument("--seeds", help="comma-separated widths, overriding the preset (e.g. 1,8,64)")
     bench.add_argument("--repeats", type=integer, default=3, help="timed runs per width (median reported)")
@@ -21,7 +22,7 @@ def add_bench(sub) -> None:
     bench.add_argument("--total-timesteps", type=integer, help="steps per agent (default: the task's)")
     bench.add_argument("--devices", help="comma-separated device counts: measure scaling with devices instead")
     bench.add_argument("--purejaxrl", type=Path, metavar="PATH",
-                       help="a checkout of luchris429/purejaxrl: run its own ppo.py beside purerl")
+                       help="a checkout of luchris429/purejaxrl: adds its own ppo.py as a peer")
     bench.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
     bench.set_defaults(run=cmd_bench)
 
@@ -39,8 +40,13 @@ def add_results(sub) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from purerl.bench import gpu, harness, peers
 
-    tasks = ["cartpole", "minatar"] if args.task == "all" else [args.task]
+    tasks = {"all": ["cartpole", "minatar"], "evolve": []}.get(args.task, [args.task])
     names = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
+    if args.purejaxrl is not None:
+        if not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
+            raise ConfigError(f"--purejaxrl {args.purejaxrl} is not a checkout of luchris429/purejaxrl (no purejaxrl/ppo.py)")
+        args.purejaxrl = args.purejaxrl.expanduser().resolve()
+        names += [] if "purejaxrl" in names else ["purejaxrl"]
     unknown = [p for p in names if p not in peers.PEERS]
     if unknown:
         raise ConfigError(f"unknown peer '{unknown[0]}'; choose from {', '.join(peers.PEERS)} or none")
@@ -48,9 +54,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     device_counts = positive_ints("--devices", args.devices)
     if args.repeats <= 0:
         raise ConfigError(f"--repeats must be positive, got {args.repeats}")
-    if args.purejaxrl and not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
-        raise ConfigError(f"--purejaxrl {args.purejaxrl} is not a checkout of luchris429/purejaxrl (no purejaxrl/ppo.py)")
+    if "purejaxrl" in names and args.purejaxrl is None:
+        print(f"purejaxrl peer {harness.PUREJAXRL_SKIPPED}", file=sys.stderr)
     records = []
+    if args.task == "evolve":
+        records.append(harness.bench_evolve(args.preset, args.repeats))
     for task in tasks:
         if device_counts:
             widths = custom or [8, 64]
