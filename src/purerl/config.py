@@ -55,8 +55,22 @@ class HyperParams(NamedTuple):
                     raise ConfigError(f"{name} must be {bounds[name]}, got {value:g}")
 
 
+class RolloutShape:
+    """What every on-line algorithm's config derives from num_envs, num_steps and total_timesteps."""
+
+    @property
+    def batch_size(self) -> int:
+        """Env steps per update."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def num_updates(self) -> int:
+        """Whole updates, rounded up: a run never does fewer env steps than asked for."""
+        return -(-self.total_timesteps // self.batch_size)
+
+
 @dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(RolloutShape):
     """Shape-fixing settings of a PPO run (static under jit)."""
 
     env: str = "CartPole-v1"
@@ -73,17 +87,8 @@ class PPOConfig:
     normalize_advantages: bool = True
 
     @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
-
-    @property
     def minibatch_size(self) -> int:
         return self.batch_size // self.num_minibatches
-
-    @property
-    def num_updates(self) -> int:
-        """Whole updates, rounded up: a run never does fewer env steps than asked for."""
-        return -(-self.total_timesteps // self.batch_size)
 
     def validate(self) -> None:
         for name in ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"):

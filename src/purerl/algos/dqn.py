@@ -28,7 +28,7 @@ import optax
 
 from purerl import envs, replay
 from purerl.algos import loop, td
-from purerl.config import ConfigError, Preset
+from purerl.config import ConfigError, Preset, RolloutShape
 from purerl.nets import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
@@ -52,7 +52,7 @@ class DQNHyperParams(NamedTuple):
 
 
 @dataclass(frozen=True)
-class DQNConfig:
+class DQNConfig(RolloutShape):
     """Shape-fixing settings (static under jit). Intervals count env steps over all envs, as in PureJaxRL."""
 
     env: str = "CartPole-v1"
@@ -69,15 +69,6 @@ class DQNConfig:
     activation: str = "relu"
     double_dqn: bool = False
     anneal_lr: bool = False
-
-    @property
-    def batch_size(self) -> int:
-        """Env steps per update."""
-        return self.num_envs * self.num_steps
-
-    @property
-    def num_updates(self) -> int:
-        return -(-self.total_timesteps // self.batch_size)
 
     def validate(self) -> None:
         loop.check_config(self, ("num_envs", "num_steps", "total_timesteps", "buffer_size", "buffer_batch_size",

@@ -29,7 +29,7 @@ import optax
 
 from purerl import envs
 from purerl.algos import loop, td
-from purerl.config import ConfigError, Preset
+from purerl.config import ConfigError, Preset, RolloutShape
 from purerl.nets import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
@@ -56,7 +56,7 @@ class PQNHyperParams(NamedTuple):
 
 
 @dataclass(frozen=True)
-class PQNConfig:
+class PQNConfig(RolloutShape):
     """Shape-fixing settings (static under jit)."""
 
     env: str = "CartPole-v1"
@@ -69,14 +69,6 @@ class PQNConfig:
     activation: str = "relu"
     epsilon_decay: float = 0.2  # fraction of the updates over which epsilon reaches its final value
     anneal_lr: bool = True
-
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
-
-    @property
-    def num_updates(self) -> int:
-        return -(-self.total_timesteps // self.batch_size)
 
     def validate(self) -> None:
         loop.check_config(self, ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"))
