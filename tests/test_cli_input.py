@@ -78,6 +78,8 @@ def test_any_flag_value_is_accepted_or_one_line_exit_2_and_nothing_written(capsy
     (["--total-timesteps", "inf"], "expected a finite number"),
     (["--seeds", "1e400"], "expected a finite number"),
     (["--seed", "4294967296"], "seeds must lie in [0, 4294967295]"),
+    (["--seeds", "4294967296"], "--seeds must be at most 1,048,576"),  # found by the property test
+    (["--seeds", "1024", "--lr", ",".join(str(i * 1e-4) for i in range(1, 1100))], "is more than 1,048,576"),
     (["--checkpoint-every", "-1"], "expected a positive number"),
     (["--num-env", "8"], "unrecognized arguments: --num-env"),
     (["--num-envs", "1e9"], "num-envs must be at most"),

@@ -17,6 +17,7 @@ import numpy as np
 
 MAX_INT32 = 2**31 - 1  # loop counters and array sizes inside one XLA program
 MAX_DIMENSION = 2**24  # no env count, rollout length or layer width beyond this is a real setting
+MAX_MEMBERS = 2**20  # seeds x grid settings in one population: far beyond what fits one machine's memory
 
 
 class ConfigError(ValueError):

@@ -27,7 +27,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from purerl import host_devices
-from purerl.config import ConfigError, HyperParams
+from purerl.config import MAX_MEMBERS, ConfigError, HyperParams
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,9 @@ def make_members(seeds: list[int], base: HyperParams, grid: dict[str, list[float
     if any(s < 0 for s in seeds):
         raise ConfigError(f"seeds must be non-negative, got {min(seeds)}")
     grid = {k: list(v) for k, v in (grid or {}).items() if len(v) > 1}
+    size = len(seeds) * math.prod(len(v) for v in grid.values())
+    if size > MAX_MEMBERS:
+        raise ConfigError(f"{size:,} members (seeds x grid settings) is more than {MAX_MEMBERS:,}")
     fields = type(base)._fields  # PPO's HyperParams or another algorithm's
     for name in grid:
         if name not in fields:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_train_flags, default_out, finite_float, integer,
                              is_writer, join_processes, positive)
-from purerl.config import ConfigError
+from purerl.config import MAX_MEMBERS, ConfigError
 
 
 def add_train(sub) -> None:
@@ -91,6 +91,8 @@ def train_spec(args: argparse.Namespace):
             grid[name] = values
     if args.seeds <= 0:
         raise ConfigError(f"--seeds must be positive, got {args.seeds}")
+    if args.seeds > MAX_MEMBERS:
+        raise ConfigError(f"--seeds must be at most {MAX_MEMBERS:,}, got {args.seeds:,}")
     if args.seed < 0 or args.seed + args.seeds - 1 > MAX_SEED:
         raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {args.seed}..{args.seed + args.seeds - 1}")
     seeds = list(range(args.seed, args.seed + args.seeds))
