@@ -69,6 +69,10 @@ class RolloutShape:
         """Whole updates, rounded up: a run never does fewer env steps than asked for."""
         return -(-self.total_timesteps // self.batch_size)
 
+    def replace(self, **changes):
+        """A copy with some fields changed (the configs are frozen dataclasses)."""
+        return dataclasses.replace(self, **changes)
+
 
 @dataclass(frozen=True)
 class PPOConfig(RolloutShape):
@@ -118,9 +122,6 @@ class PPOConfig(RolloutShape):
 
         if self.activation not in ACTIVATIONS:
             raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{self.activation}'")
-
-    def replace(self, **changes) -> PPOConfig:
-        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ The TD loss is a hook (`algos/td.py`), given the run's `meta_params`.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -81,9 +80,6 @@ class DQNConfig(RolloutShape):
                                   f"num-envs={self.num_envs} (the env steps of one step of every env)")
         if self.buffer_size < self.num_envs:
             raise ConfigError(f"buffer-size={self.buffer_size} is smaller than num-envs={self.num_envs}")
-
-    def replace(self, **changes) -> DQNConfig:
-        return dataclasses.replace(self, **changes)
 
 
 PRESETS = {

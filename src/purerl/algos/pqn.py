@@ -19,7 +19,6 @@ The TD loss is a hook (`algos/td.py`), given the run's `meta_params`.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -77,9 +76,6 @@ class PQNConfig(RolloutShape):
                               f"is not divisible by num-minibatches={self.num_minibatches}")
         if not 0 < self.epsilon_decay <= 1:
             raise ConfigError(f"epsilon-decay must be in (0, 1], got {self.epsilon_decay:g}")
-
-    def replace(self, **changes) -> PQNConfig:
-        return dataclasses.replace(self, **changes)
 
 
 PRESETS = {
