@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 
 from purerl import stats
@@ -21,3 +23,17 @@ def test_forward_fill_and_smooth():
     x = np.array([[1.0], [np.nan], [3.0]])
     np.testing.assert_array_equal(stats.forward_fill(x)[:, 0], [1, 1, 3])
     np.testing.assert_allclose(stats.smooth(np.arange(4.0), 2), [0, 0.5, 1.5, 2.5])
+
+
+def test_train_summary_shows_a_ci_only_from_10_seeds(capsys):
+    from purerl.cli.train import print_summary
+
+    by_setting = {"lr=0.1": stats.summarize(np.array([10.0, 20.0, 30.0, 40.0])),
+                  "lr=0.2": stats.summarize(np.arange(10.0))}
+    summary = {"env": "CartPole-v1", "final_return_window_updates": 10, "final_return_by_setting": by_setting,
+               "members": 14, "env_steps_per_member": 1000, "compile_s": 1.0, "run_s": 1.0, "env_steps_per_s": 1e4}
+    print_summary(Path("runs/x"), summary)
+    rows = {line.split("│")[1].strip(): line for line in capsys.readouterr().out.splitlines() if "lr=" in line}
+    assert "per seed 10.0, 20.0, 30.0, 40.0 (n=4, no CI)" in rows["lr=0.1"] and "[" not in rows["lr=0.1"]
+    low, high = by_setting["lr=0.2"]["ci95_low"], by_setting["lr=0.2"]["ci95_high"]
+    assert f"[{low:.1f}, {high:.1f}]" in rows["lr=0.2"]

@@ -158,7 +158,7 @@ def run(
 
         def advance_bar(start, stop, state):
             returns = placement.get(state.metrics["episode_return"][:, start:stop], n)
-            bar.advance(steps_per_update * start, steps_per_update * stop, returns)
+            bar.advance(steps_per_update * stop, returns)
             if log:  # every process joins the gather; only the writer's logger has backends
                 chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], state.metrics), n))
 

@@ -126,20 +126,22 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def print_summary(out: Path, summary: dict) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
+    from purerl import stats
+
     table = Table(title=f"{summary['env']}: final return (mean of last {summary['final_return_window_updates']} updates)")
-    for column in ("setting", "seeds", "mean", "IQM", "95% CI"):
+    for column in ("setting", "seeds", "mean", "IQM [95% CI] or per seed"):
         table.add_column(column)
     diverged = summary.get("diverged") or []
     for label, s in summary["final_return_by_setting"].items():
         bad = sum(1 for m in diverged if label == "default" or m.startswith(f"{label},"))
         seeds = f"{s['n']} ({bad} diverged)" if bad else str(s["n"])
         if s["mean"] is None:
-            table.add_row(label, seeds, "no episode ended", "", "")
+            table.add_row(label, seeds, "no episode ended", "")
         else:
-            table.add_row(label, seeds, f"{s['mean']:.1f}", f"{s['iqm']:.1f}",
-                          f"\\[{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]")  # escaped: rich reads [..] as markup
+            table.add_row(label, seeds, f"{s['mean']:.1f}", escape(stats.describe(s)))
     console = Console()
     console.print(table)
     speed = f"{summary['env_steps_per_s']:,.0f} env steps/s" if summary.get("env_steps_per_s") else "speed not measured"
@@ -196,10 +198,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     write_atomic(args.run_dir / "eval.json", json.dumps(report, indent=2))
     s = report["greedy_return"]
-    print(
-        f"greedy return over {args.episodes} episodes x {len(members)} members: mean {s['mean']:.2f}, "
-        f"IQM {s['iqm']:.2f}, 95% CI [{s['ci95_low']:.2f}, {s['ci95_high']:.2f}]"
-    )
+    print(f"greedy return over {args.episodes} episodes x {len(members)} members: mean {s['mean']:.2f}, "
+          f"IQM {stats.describe(s, digits=2)}")
     if args.gif is not None:
         path = args.gif if args.gif.is_absolute() or args.gif.parent != Path(".") else args.run_dir / args.gif
         pick = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
