@@ -157,11 +157,15 @@ def test_meta_game_opponent_learns_after_each_inner_episode_and_resets_each_meta
 
 
 def test_coin_cli_smoke(tmp_path, capsys):
-    from purerl import cli
+    from purerl import cli, provenance
 
-    out = tmp_path / "coin"
-    code = cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out)])
+    out, report = tmp_path / "coin", tmp_path / "docs" / "coin.md"
+    code = cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--report", str(report)])
     assert code == 0
+    part = provenance.read_manifest(report.parent)["coin.md"]["parts"]["coin"]
+    assert part["command"] == f"purerl mfos --game coin --preset tiny --out {out} --report {report}"
+    assert part["budget"] == {"population": None, "generations": 2, "seeds": [0], "env_steps_per_run": 4 * 2 * 16 * 16}
+    assert "`purerl mfos --game coin --preset tiny" in report.read_text() and (report.parent / "coin" / "learning.png").exists()
     summary = (out / "summary.json").read_text()
     assert '"mfos_own_coin_rate"' in summary
     assert (out / "learning.png").stat().st_size > 0

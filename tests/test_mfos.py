@@ -323,7 +323,8 @@ def test_report_rerenders_the_markdown_from_the_table_data(tmp_path):
     (tmp_path / "mfos" / "table.json").write_text(json.dumps(record))
     assert mfos_cli.run_cli(_parse("report", "--report", str(report))) == 0
     text = report.read_text()
-    assert "`purerl mfos table` at commit abc1234" in text and "Deliberate differences" in text
+    assert "regenerate: `scripts/reproduce.sh mfos`" in text and "Deliberate differences" in text
+    assert "[mfos/table.json](mfos/table.json)" in text
     assert "too few seeds for a CI" in text
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**record, "seeds": [5]}))

@@ -53,6 +53,8 @@ class Study:
 
 DPO_ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", "Breakout-MinAtar", "brax:hopper")
 _COMPARE = "purerl compare --objectives ppo,dpo --runs-dir {runs}/compare --report docs/results/dpo.md --no-progress"
+_VALUE_LOSS_STAGES = ("training_budget", "acrobot", "2x_budget", "5x_budget", "critic")
+_MFOS = ("envs/games.py", "envs/coin_game.py", "studies/mfos/*.py")
 STUDIES = {s.name: s for s in (
     Study("dpo", "dpo.md", TRAINING + ("envs/brax.py", "compare.py"), DPO_ENVS, (
         f"{_COMPARE} --env CartPole-v1 --seeds 16",
@@ -61,6 +63,18 @@ STUDIES = {s.name: s for s in (
         f"{_COMPARE} --env Breakout-MinAtar --seeds 16 --total-timesteps 524288",
         f"{_COMPARE} --env brax:hopper --seeds 10 --num-envs 64 --num-steps 32 --num-minibatches 8 "
         "--total-timesteps 51200",
+    )),
+    Study("value_loss", "value_loss.md", TRAINING + EVOLUTION + ("studies/value_loss*.py",), _VALUE_LOSS_STAGES, (
+        *(f"purerl evolve value-loss --preset cpu --seed {s} --out {{runs}}/value_loss/es_seed{s} --no-progress"
+          for s in range(3)),
+        "purerl analyze value-loss {runs}/value_loss/es_seed0,{runs}/value_loss/es_seed1,{runs}/value_loss/es_seed2 "
+        "--seeds 256 --transfer-seeds 16 --report docs/results/value_loss.md",
+    )),
+    Study("mfos", "mfos.md", TRAINING + _MFOS, ("ipd", "imp", "chicken"), (
+        "purerl mfos table --preset small --report docs/results/mfos.md",
+    )),
+    Study("mfos_coin", "mfos_coin.md", TRAINING + _MFOS, ("coin",), (
+        "purerl mfos --game coin --preset cpu --out {runs}/mfos-coin --report docs/results/mfos_coin.md",
     )),
     Study("act", "act.md", TRAINING + EVOLUTION + ("envs/cheap_talk.py", "studies/act.py"), ("train-time", "test-time"), (
         "purerl act train-time --mode anti --runs-dir {runs}/act --no-progress",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from purerl import rundir
@@ -139,9 +138,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         raise ConfigError(f"unknown stage '{unknown[0] if unknown else args.stages}'; choose from "
                           f"{', '.join(value_loss_report.STAGES)}")
     args.report = args.report or sources[0] / "analysis" / "value_loss.md"
-    command = "purerl analyze value-loss " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["analyze", "value-loss"] else None
-    record = value_loss_report.analyze(sources, args.report, args.seeds, command or "purerl analyze value-loss",
-                                       args.transfer_seeds, stages)
+    record = value_loss_report.analyze(sources, args.report, args.seeds, args.argv, args.transfer_seeds, stages)
     shape = record["shape"]
     print(f"learned loss: over/under-estimation loss ratio {shape['over_under_ratio']}, convex={shape['convex']} "
           f"(non-convex share per target {shape['nonconvex_fraction']}), weight at v=t {shape['weight_at_zero']}")

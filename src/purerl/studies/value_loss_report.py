@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import numpy as np
 from flax import serialization
 
 from purerl import evolve, results, rundir
+from purerl import provenance as manifest
 from purerl.algos.objectives import clipped_l2, l2, learned_log_weight, learned_value_loss
 from purerl.config import ConfigError
 from purerl.studies import value_loss, value_loss_shape
@@ -72,29 +71,20 @@ def constant_weight_params(meta_params) -> dict:
             "out": {"kernel": jnp.zeros_like(meta_params["out"]["kernel"]), "bias": jnp.full((1,), log_weight)}}
 
 
-def cpu_model() -> str:
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-        return next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
-
-def provenance(command: str, wall_s: float) -> dict:
+def provenance(argv: list[str], wall_s: float) -> dict:
     """Command, commit (PURERL_SOURCE_COMMIT when the source was copied out of its checkout), machine."""
     commit = os.environ.get("PURERL_SOURCE_COMMIT")
     if commit is None:
-        here = Path(__file__).resolve().parent
-        run = lambda *args: subprocess.run(["git", *args], cwd=here, capture_output=True, text=True).stdout.strip()  # noqa: E731
-        commit = run("rev-parse", "HEAD") + (" (uncommitted changes)" if run("status", "--porcelain", "--", "..") else "")
-    device = jax.devices()[0]
-    machine = device.device_kind if device.platform != "cpu" else f"{cpu_model()} CPU"
-    return {"command": command, "commit": commit, "machine": f"{machine}, {os.cpu_count()} CPU cores",
+        head, dirty = manifest.git_state()
+        commit = f"{head}{' (uncommitted changes)' if dirty else ''}"
+    machine = manifest.machine()
+    where = machine.get("accelerator") or f"{machine['cpu']} CPU"
+    return {"command": manifest.command_line(argv), "commit": commit, "machine": f"{where}, {machine['cores']} CPU cores",
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "wall_s": round(wall_s, 1),
             "jax": jax.__version__}
 
 
-STAGES = ("training_budget", "acrobot", "2x_budget", "5x_budget", "critic")
+STAGES = manifest.STUDIES["value_loss"].parts  # each stage is one part of the published document
 MAIN = ("learned", "l2", "clipped_l2")
 
 
@@ -115,8 +105,9 @@ def previous_stages(report: Path, selected: str, stages: tuple[str, ...]) -> tup
     return held, dynamics
 
 
-def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfer_seeds: int | None = None,
+def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], transfer_seeds: int | None = None,
             stages: tuple[str, ...] = STAGES) -> dict:
+    """Measure `stages`; each is one part of `report` in the results manifest, recorded from `argv`."""
     tick = time.perf_counter()
     evolutions = {}
     for source in sources:
@@ -145,7 +136,15 @@ def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfe
 
     value_loss_plots.loss_figure(chosen, artefacts / "loss.png")
     held, dynamics = previous_stages(report, selected, stages)
-    origin = provenance(command, 0.0)  # the commit and machine this run started on
+    origin = provenance(argv, 0.0)  # the commit and machine this run started on
+    evolution_seeds = sorted(int(e["config"]["es"]["seed"]) for e in evolutions.values())
+    es = evolutions[selected]["config"]["es"]
+
+    def record_part(stage: str, started: float, env_steps: int, held_out_seeds: list[int]) -> None:
+        manifest.record("value_loss", report, stage, argv, time.perf_counter() - started,
+                        {"population": es["population_size"], "generations": es["generations"],
+                         "env_steps_per_run": env_steps, "seeds": held_out_seeds},
+                        {"es_seeds": evolution_seeds})
 
     def stamp():
         return origin | {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -167,18 +166,24 @@ def analyze(sources: list[Path], report: Path, seeds: int, command: str, transfe
             continue
         count = seeds if name == "training_budget" else (transfer_seeds or seeds)
         evaluated = candidates if name == "training_budget" else {"learned": chosen}
+        stage_started = time.perf_counter()
         part, curves = value_loss.held_out(evaluated, {name: spec}, {name: count}, preset, on_result=_print_result)
         part[name]["config"]["measured"] = stamp()
         held |= part
+        record_part(name, stage_started, spec["total_timesteps"],
+                    list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + count)))
         if name == "training_budget":
             results.plot_labelled_curves(artefacts, {n: curves[name][n] for n in MAIN}, config.batch_size,
                                          f"{value_loss.ENV}: held-out seeds at the training budget", filename="returns.png")
         write()
     if "critic" in stages:
+        stage_started = time.perf_counter()
+        dynamics_seeds = list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + DYNAMICS_SEEDS))
         dynamics = value_loss_shape.critic_dynamics(
             {"learned": (learned_value_loss, chosen), "l2": (l2, None), "clipped_l2": (clipped_l2, None)},
-            config, list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + DYNAMICS_SEEDS)))
+            config, dynamics_seeds)
         dynamics["measured"] = stamp()
+        record_part("critic", stage_started, budget, dynamics_seeds)
         value_loss_plots.dynamics_figure(dynamics, artefacts / "critic.png")
     return write()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime
 import json
 import shutil
-import sys
 from pathlib import Path
 
 from purerl import results
@@ -79,7 +78,7 @@ def run_cli(args) -> int:
         for game in chosen:
             check_pairing(game, "nl")
         report = _table_report(args)
-        record = run_table(settings, seeds, report, chosen, preset)
+        record = run_table(settings, seeds, report, chosen, preset, args.argv)
         print(f"report: {report} ({record['elapsed_s'] / 60:.1f} min)")
         return 0
     game, opponent = args.game or "ipd", args.opponent or "nl"
@@ -211,7 +210,7 @@ def _run_coin_cli(args, what: str) -> int:
     if result["resumed_from_meta_episode"]:
         print(f"resumed after meta-episode {result['resumed_from_meta_episode']}")
     if report:
-        coin_report.write_report(report, result, settings, preset, "purerl " + " ".join(sys.argv[1:]))
+        coin_report.write_report(report, result, settings, preset, args.argv)
         print(f"report: {report}")
     print(f"coin game, M-FOS vs PPO, preset {preset}: {settings.num_boards} boards x {settings.meta_episodes} "
           f"meta-episodes, {len(seeds)} seeds (compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 from pathlib import Path
 
@@ -20,25 +21,16 @@ POLICY_LABELS = ("start", "CC", "CD", "DC", "DD")
 
 
 def provenance() -> dict:
-    """What a reader needs to rerun a result: the command, the commit (and whether the tree was clean),
-    the machine and the date."""
-    import datetime
-    import os
-    import platform
-    import subprocess
+    """The command, commit, machine and date of a table's data (table.json); the published document's own
+    provenance is its manifest entry (`purerl.provenance.record`)."""
     import sys
 
-    def git(*argv):
-        try:
-            return subprocess.run(["git", *argv], capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
+    from purerl import provenance as manifest
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    return {"command": "purerl " + " ".join(sys.argv[1:]), "commit": git("rev-parse", "--short", "HEAD"),
-            "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
-            "machine": f"{cpu or platform.machine()}, {os.cpu_count()} cores",
+    commit, dirty = manifest.git_state()
+    machine = manifest.machine()
+    return {"command": manifest.command_line(sys.argv[1:]), "commit": (commit or "?")[:7],
+            "uncommitted_changes": dirty, "machine": f"{machine['cpu']}, {machine['cores']} cores",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 

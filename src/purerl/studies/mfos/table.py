@@ -9,19 +9,21 @@ from pathlib import Path
 
 import numpy as np
 
+from purerl import provenance as manifest
 from purerl.studies.mfos.baselines import run_baselines
 from purerl.studies.mfos.markdown import write_report
 from purerl.studies.mfos.report import format_cell, plot_policies, plot_rewards, provenance, pyplot, save_figure
 from purerl.studies.mfos.runs import run_self_play, run_vs_learner
-from purerl.studies.mfos.settings import (GAME_NAMES, HYPERPARAMS, MFOS_SEAT, OPPONENT_SEAT, OPPONENTS, Settings,
-                                          mamaml_init)
+from purerl.studies.mfos.settings import (GAME_NAMES, HYPERPARAMS, META_EPISODE, MFOS_SEAT, OPPONENT_SEAT, OPPONENTS,
+                                          Settings, mamaml_init)
 
 
 def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[str, ...] = GAME_NAMES,
-              preset: str = "small", log=print) -> dict:
+              preset: str = "small", argv: list[str] | None = None, log=print) -> dict:
     """Every pairing in every game: plain learners against each other, M-FOS against each learner, and
     M-FOS self-play. Writes REPORT (markdown) and, next to it, REPORT_STEM/ (table.json and plots), again
-    after every row, so a table stopped early keeps the rows it finished."""
+    after every row, so a table stopped early keeps the rows it finished. Each finished game is one part
+    of REPORT in the results manifest (`purerl.provenance`), recorded from `argv`."""
     from purerl import results
 
     results_dir = report.parent / report.stem
@@ -38,6 +40,7 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
         write_report(record, report)
 
     for game in games_:
+        game_started = time.perf_counter()
         inits = {seat: mamaml_init(game, seat, settings.mamaml_steps) for seat in (OPPONENT_SEAT, MFOS_SEAT)}
         rows = run_baselines(game, settings.num_games, seeds, inits, settings.warmup_steps)
         for label, row in rows.items():
@@ -68,5 +71,11 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
                 plot_rewards(ax, run)
             fig.tight_layout()
             save_figure(fig, results_dir / f"{game}_rewards.png")
+            save()
+        if argv is not None:
+            meta_steps = settings.num_games * settings.meta_episodes * META_EPISODE
+            manifest.record("mfos", report, game, argv, time.perf_counter() - game_started,
+                            {"generations": settings.meta_episodes, "env_steps_per_run": meta_steps, "seeds": seeds},
+                            {"unit": "generations: M-FOS meta-episodes (PPO updates); env steps: meta-steps"})
             save()
     return record
