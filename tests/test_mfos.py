@@ -267,6 +267,8 @@ def test_cli_parses_train_and_table():
     (["--meta-episodes", "0"], "meta-episodes must be a positive integer, got 0"),
     (["--seed", "-1"], "--seed must be non-negative, got -1"),
     (["table", "--seeds", "0"], "seeds must be a positive integer, got 0"),
+    (["table", "--self-play-num-games", "0"], "self-play-num-games must be positive, got 0"),
+    (["table", "--self-play-meta-episodes", "-1"], "self-play-meta-episodes must be positive, got -1"),
 ])
 def test_cli_rejects_bad_input_before_compiling(argv, message):
     with pytest.raises(ConfigError, match=message):
@@ -363,3 +365,11 @@ def test_a_killed_mfos_run_resumes_to_the_same_numbers(tmp_path):
     assert resumed["resumed_from_meta_episode"] == 2
     np.testing.assert_array_equal(resumed["rewards"], full["rewards"])
     assert np.isfinite(full["rewards"]).all()
+
+
+def test_table_self_play_has_its_own_budget():
+    small = settings.PRESETS["small"]
+    self_play_budget = small.for_self_play()
+    assert self_play_budget.meta_episodes == small.self_play_meta_episodes
+    assert self_play_budget.num_games == (small.self_play_num_games or small.num_games)
+    assert settings.PRESETS["cpu"].for_self_play() == settings.PRESETS["cpu"]

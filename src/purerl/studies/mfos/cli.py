@@ -41,6 +41,8 @@ def add_arguments(subparsers) -> None:
     parser.add_argument("--meta-episodes", type=int, help="meta-episodes (overrides the preset)")
     parser.add_argument("--self-play-meta-episodes", type=int,
                         help="table: meta self-play's meta-episodes (default: the preset's)")
+    parser.add_argument("--self-play-num-games", type=int,
+                        help="table: meta self-play's games in parallel (default: the preset's)")
     parser.add_argument("--scoring", choices=SCORING,
                         help="authors (default): one unscored learning step before the 100 scored ones, as in the "
                              "authors' reset; count-first: score all 100 steps from the N(0, 1) start")
@@ -67,8 +69,10 @@ def run_cli(args) -> int:
         return _run_coin_cli(args, what)
     preset = args.preset or ("small" if what == "table" else "cpu")
     settings = resolve(preset, args.seeds, args.num_games, args.meta_episodes, args.scoring)
-    if args.self_play_meta_episodes is not None:
-        settings = settings.replace(self_play_meta_episodes=args.self_play_meta_episodes)
+    self_play = {k: v for k, v in dict(self_play_meta_episodes=args.self_play_meta_episodes,
+                                       self_play_num_games=args.self_play_num_games).items() if v is not None}
+    if self_play:
+        settings = settings.replace(**self_play)
         settings.validate()
     if args.seed < 0:
         raise ConfigError(f"--seed must be non-negative, got {args.seed}")

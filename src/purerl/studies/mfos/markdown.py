@@ -18,13 +18,14 @@ DIFFERENCES = [
     "(`--preset paper`: one layer of 256; the CPU presets: 64-64) with a state-independent log-std.",
     "PPO's returns: theirs are Monte-Carlo returns (gamma 0.99, zero after the 100th step) standardised over "
     "the batch, the critic fit to them; ours are GAE with lambda = 1 bootstrapped at the time limit, a running "
-    "reward normalisation and per-batch advantage normalisation, and gradients clipped at norm 1 (theirs "
-    "are not).",
+    "reward normalisation and per-batch advantage normalisation, a clipped value loss (theirs is plain "
+    "squared error), and gradients clipped at norm 1 (theirs are not).",
     "Meta self-play: theirs uses lr 2e-4 (2e-3 against learners), ours 2e-3 throughout. Against naive "
     "learners theirs plays each agent in seat 2 in its own rollout; ours plays agent 0 in seat 1 and agent 1 "
     "in seat 2 in one rollout (this matters only in IMP, which is not symmetric). Their lambda falls by 0.0015 "
     "before the first meta-episode; ours starts at 1 and falls by 0.0015 x 1024 / meta-episodes, so it reaches "
-    "0 after the same 65% of training on any budget.",
+    "0 after the same 65% of training on any budget. Their self-play batch is 4096 games, as against learners; "
+    "the `small` table's self-play plays more games per update than its other rows (`self_play_num_games`).",
     "Chicken: theirs gives each player one parameter; ours keeps the 5 logits of the memory-one games with "
     "gamma = 0, which gives the same payoffs and learner steps (the 4 memory logits get zero gradient), but "
     "M-FOS still outputs 5 numbers and observes 10 probabilities, 8 of them irrelevant.",
@@ -45,6 +46,7 @@ def write_report(record: dict, report: Path) -> None:
     data = f"{report.stem}/table.json"
     n_seeds = len(record["seeds"])
     self_play_episodes = s.get("self_play_meta_episodes") or s["meta_episodes"]
+    self_play_games = s.get("self_play_num_games") or s["num_games"]
     statistic = ("mean over seeds with a 95% percentile-bootstrap CI of the mean" if n_seeds >= 10 else
                  f"mean over seeds, then every seed's value (n = {n_seeds}: too few seeds for a CI)")
     lines = [
@@ -53,7 +55,7 @@ def write_report(record: dict, report: Path) -> None:
         + (f" This text was rendered from that data by `{record['rendered']['command']}` at commit "
            f"{record['rendered']['commit']}." if "rendered" in record else ""), "",
         f"Budget: {s['num_games']} games in parallel x {s['meta_episodes']} meta-episodes of {META_EPISODE} "
-        f"meta-steps (meta self-play: {self_play_episodes} meta-episodes), M-FOS actor and critic "
+        f"meta-steps (meta self-play: {self_play_games} games x {self_play_episodes} meta-episodes), M-FOS actor and critic "
         f"{'-'.join(map(str, s['hidden_sizes']))} tanh, {n_seeds} seeds ({record['seeds'][0]}..{record['seeds'][-1]}), "
         f"MAMAML initialisation from {s['mamaml_steps']} Adam steps. The paper used 4096 games x 1024 "
         "meta-episodes (`--preset paper`).", "",

@@ -47,6 +47,7 @@ class Settings:
     mamaml_steps: int = 100  # Adam steps of MAMAML's meta-learned initialisation
     scoring: str = "authors"  # one of SCORING
     self_play_meta_episodes: int | None = None  # meta self-play's budget in the table (default: meta_episodes)
+    self_play_num_games: int | None = None  # meta self-play's games per update in the table (default: num_games)
 
     @property
     def warmup_steps(self) -> int:
@@ -60,8 +61,10 @@ class Settings:
         return 0.0015 * 1024 / self.meta_episodes
 
     def validate(self) -> None:
-        if self.self_play_meta_episodes is not None and self.self_play_meta_episodes <= 0:
-            raise ConfigError(f"self-play meta-episodes must be positive, got {self.self_play_meta_episodes}")
+        for name in ("self_play_meta_episodes", "self_play_num_games"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"{name.replace('_', '-')} must be positive, got {value}")
         for name in ("num_games", "meta_episodes", "seeds", "mamaml_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -74,6 +77,12 @@ class Settings:
     def replace(self, **changes) -> Settings:
         return dataclasses.replace(self, **changes)
 
+    def for_self_play(self) -> Settings:
+        """The table's meta self-play budget: two learning agents need more and larger updates than one
+        agent against a fixed learning rule."""
+        return self.replace(meta_episodes=self.self_play_meta_episodes or self.meta_episodes,
+                            num_games=self.self_play_num_games or self.num_games)
+
 
 PRESETS: dict[str, Settings] = {
     "paper": Settings(4096, 1024, (256,), 3, "the paper: 4096 games x 1024 meta-episodes, one hidden layer of 256 "
@@ -81,8 +90,8 @@ PRESETS: dict[str, Settings] = {
     "cpu": Settings(128, 200, (64, 64), 4, "2-core CPU, one pairing: 128 games x 200 meta-episodes, 64-64 tanh, "
                     "4 seeds (2 min vs NL, 4 min self-play)"),
     "small": Settings(32, 100, (64, 64), 10, "2-core CPU, the whole table: 32 games x 100 meta-episodes (meta "
-                      "self-play 200), 64-64 tanh, 10 seeds (about 1 h on a shared 2-core machine)",
-                      self_play_meta_episodes=200),
+                      "self-play 128 games x 200), 64-64 tanh, 10 seeds (each self-play row about 25 min)",
+                      self_play_meta_episodes=200, self_play_num_games=128),
     "tiny": Settings(8, 4, (16,), 2, "smoke test: 8 games x 4 meta-episodes", mamaml_steps=5),
 }
 

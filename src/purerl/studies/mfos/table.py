@@ -31,7 +31,7 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
     record = {"preset": preset, "settings": dataclasses.asdict(settings), "seeds": seeds,
               "hyperparams": {k: float(v) for k, v in HYPERPARAMS._asdict().items()},
               "provenance": provenance(), "games": {}}
-    self_play_settings = settings.replace(meta_episodes=settings.self_play_meta_episodes or settings.meta_episodes)
+    self_play_settings = settings.for_self_play()
     started = time.perf_counter()
 
     def save():
