@@ -51,6 +51,7 @@ def test_purejaxrl_patches_a_temporary_copy_and_reads_its_own_config(tmp_path):
     assert len(applied) == len(script.PATCHES)
     patched = (copy / "wrappers.py").read_text()
     assert "brax" not in patched and "navix" not in patched and "terminated, truncated, info" in patched
+    assert "!= 'final_observation'" in patched  # gymnax 1.x's extra info would be kept for every step
     assert (checkout / "purejaxrl" / "wrappers.py").read_text() == wrappers  # the user's checkout is untouched
     config = script.purejaxrl_config(checkout, "cartpole", 1024)
     assert config == {"LR": 2.5e-4, "ENV_NAME": "CartPole-v1", "DEBUG": False, "TOTAL_TIMESTEPS": 1024}

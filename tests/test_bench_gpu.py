@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from purerl.bench import gpu
+from purerl.bench import gpu, harness
 
 GPU = {"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "driver": "580.159.04", "count": 1}
 MACHINE = {"cpu": "x86", "cores": 16, "memory_gib": 125.0, "python": "3.12.3", "platform": "linux", "gpu": GPU}
@@ -57,28 +57,14 @@ def test_the_harness_process_never_starts_jax():
     assert json.loads(out.strip().splitlines()[-1]) == []
 
 
-def test_purejaxrl_patches_only_the_lines_it_names(tmp_path):
-    from purerl.bench import purejaxrl
-
-    source = tmp_path / "checkout" / "purejaxrl"
-    source.mkdir(parents=True)
-    (source / "ppo.py").write_text("from wrappers import LogWrapper\n")
-    step = "        obs, state, reward, done, info = self._env.step(key, state, action, params)\n"
-    imports = "from brax import envs\nfrom brax.envs.wrappers.training import EpisodeWrapper, AutoResetWrapper\n"
-    (source / "wrappers.py").write_text(imports + "import navix as nx\nimport jax\n" + step)
-    out = tmp_path / "patched"
-    out.mkdir()
-    wrappers = (purejaxrl.patched_copy(tmp_path / "checkout", out) / "wrappers.py").read_text()
-    assert "brax" not in wrappers and "navix" not in wrappers and "import jax\n" in wrappers
-    assert "terminated, truncated, info = self._env.step" in wrappers and "final_observation" in wrappers
-    assert (out / "ppo.py").read_text() == "from wrappers import LogWrapper\n"
-    (source / "wrappers.py").write_text("import jax\n")
-    try:
-        purejaxrl.patched_copy(tmp_path / "checkout", out)
-    except purejaxrl.PatchError as error:
-        assert "not the expected PureJaxRL" in str(error)
-    else:
-        raise AssertionError("a checkout without the expected lines must be refused")
+def test_on_a_gpu_purejaxrl_runs_the_same_script_in_this_python(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(harness, "gpu_count", lambda: 1)
+    monkeypatch.setattr(harness, "run_worker", lambda *a, **k: {"error": "not measured here"})
+    monkeypatch.setattr(harness.peer_runner, "run_peer", lambda name, *a, **k: calls.append((name, k)) or {})
+    record = harness.bench("cartpole", [1], 1, [], 512, progress=lambda _: None, purejaxrl=tmp_path)
+    assert [(name, k["python"]) for name, k in calls] == [("purejaxrl", sys.executable)]
+    assert "purerl's own Python" in record["peers"]["purejaxrl"]["install"]
 
 
 def test_bench_refuses_a_path_that_is_no_purejaxrl_checkout(tmp_path):

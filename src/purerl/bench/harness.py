@@ -23,7 +23,6 @@ from typing import Any
 from purerl import results
 from purerl.bench import gpu_info
 from purerl.bench import peers as peer_runner
-from purerl.bench import purejaxrl as purejaxrl_peer
 from purerl.compile_cache import cache_root
 
 PRESETS = {
@@ -75,12 +74,13 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
 
     `purejaxrl` is a checkout of luchris429/purejaxrl for the purejaxrl peer (skipped, with its reason, without
     one). On a CPU it runs in its own venv like every peer; on a GPU, whose machine may have no network to
-    build that venv, its own ppo.py runs in this Python (`bench/purejaxrl.py`).
+    build that venv, the same script runs in this Python.
     """
     rows, on_gpu = [], gpu_count() > 0
-    in_process = on_gpu and purejaxrl is not None
-    names = [name for name in peer_names if task in peer_runner.PEERS[name].tasks
-             and not (in_process and name == "purejaxrl")]
+    own_python = sys.executable if on_gpu and purejaxrl is not None else None
+    names = [name for name in peer_names if task in peer_runner.PEERS[name].tasks]
+    if own_python and "purejaxrl" not in names:
+        names.append("purejaxrl")
     for width in widths:
         with tempfile.TemporaryDirectory(prefix="purerl-bench-cache-") as cache:
             progress(f"[{task} x{width}] purerl, cold compile (empty cache), {repeats} timed runs")
@@ -101,14 +101,10 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
         for name in names:
             progress(f"[{task} x{width}] peer {name}")
             steps = ours.get("total_timesteps") or total_timesteps or TASK_STEPS[task]
-            row[name] = run_peer(name, task, width, steps, repeats + 1, purejaxrl)
-        if in_process:
-            progress(f"[{task} x{width}] PureJaxRL's own ppo.py, in this Python")
-            row["purejaxrl"] = purejaxrl_peer.run(purejaxrl, task, width, repeats + 1, total_timesteps)
+            row[name] = run_peer(name, task, width, steps, repeats + 1, purejaxrl,
+                                 python=own_python if name == "purejaxrl" else None)
         rows.append(row)
-    peers = {name: _peer_info(name) for name in names}
-    if in_process:
-        peers["purejaxrl"] = purejaxrl_peer.peer_info(purejaxrl)
+    peers = {name: _peer_info(name, own_python if name == "purejaxrl" else None) for name in names}
     return {"task": task, "repeats": repeats, "rows": rows, "machine": machine(), "versions": versions(),
             "peers": peers}
 
@@ -138,8 +134,9 @@ def bench_devices(task: str, widths: list[int], device_counts: list[int], repeat
     return {"task": task, "repeats": repeats, "device_rows": rows, "machine": machine(), "versions": versions()}
 
 
-def run_peer(name: str, task: str, seeds: int, total_timesteps: int, repeats: int, purejaxrl: Path | None) -> dict:
-    """One peer measurement in its own venv; `repeats` timed runs where the peer's script supports them."""
+def run_peer(name: str, task: str, seeds: int, total_timesteps: int, repeats: int, purejaxrl: Path | None,
+             python: str | None = None) -> dict:
+    """One peer measurement in its own venv (or in `python`); `repeats` timed runs where the script supports them."""
     args: list[str] = []
     if name == "purejaxrl":
         if purejaxrl is None:
@@ -147,15 +144,19 @@ def run_peer(name: str, task: str, seeds: int, total_timesteps: int, repeats: in
         args = ["--checkout", str(purejaxrl), "--task", task, "--repeats", str(repeats)]
     try:
         return peer_runner.run_peer(name, seeds, total_timesteps, cache_dir=cache_root(), peer_args=args,
-                                    max_measured_seeds=SB3_MEASURED_SEEDS if name == "sb3" else None)
+                                    max_measured_seeds=SB3_MEASURED_SEEDS if name == "sb3" else None,
+                                    python=python)
     except peer_runner.PeerError as error:  # install failures and the like: reported, never skipped
         return {"peer": name, "seeds": seeds, "error": str(error)}
 
 
-def _peer_info(name: str) -> dict:
+def _peer_info(name: str, python: str | None = None) -> dict:
     peer = peer_runner.PEERS[name]
-    return {"description": peer.description, "requirements": peer.flat_requirements,
+    info = {"description": peer.description, "requirements": peer.flat_requirements,
             "mismatches": list(peer.mismatches)}
+    if python:
+        info["install"] = f"Run in purerl's own Python ({python}), not a venv of its own: no network to build one."
+    return info
 
 
 def machine() -> dict:

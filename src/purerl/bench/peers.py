@@ -331,6 +331,7 @@ def run_peer(
     max_measured_seeds: int | None = None,
     install_timeout_s: float = INSTALL_TIMEOUT_S,
     peer_args: Sequence[str] = (),
+    python: str | Path | None = None,
 ) -> dict[str, Any]:
     """Train `seeds` agents of peer `name` for `total_timesteps` env steps each; one flat dict.
 
@@ -347,6 +348,8 @@ def run_peer(
     subprocess; installing the venv (first call only) has its own `install_timeout_s`.
     rejax always trains all seeds in one vmapped program, so it ignores `max_measured_seeds`.
     `peer_args` are appended to the script's command line (e.g. ["--torch-threads", "0"] for SB3).
+    `python` runs the script in that interpreter instead of the peer's venv (a machine without network,
+    whose own Python has the peer's packages); nothing is installed then.
     """
     peer = _peer(name)
     if not isinstance(seeds, int) or seeds < 1:
@@ -356,12 +359,16 @@ def run_peer(
     if max_measured_seeds is not None and (not isinstance(max_measured_seeds, int) or max_measured_seeds < 1):
         raise ValueError(f"max_measured_seeds must be a positive integer or None, got {max_measured_seeds!r}")
 
-    try:
-        venv = ensure_venv(name, cache_dir, install_timeout_s=install_timeout_s)
-    except PeerError as exc:
-        return _failed(name, seeds, total_timesteps, f"install failed: {exc}")
+    if python is None:
+        try:
+            venv = ensure_venv(name, cache_dir, install_timeout_s=install_timeout_s)
+        except PeerError as exc:
+            return _failed(name, seeds, total_timesteps, f"install failed: {exc}")
+        python = _venv_python(venv)
+    else:
+        venv = Path(python)
 
-    cmd = [str(_venv_python(venv)), str(peer.script_path), "--seeds", str(seeds),
+    cmd = [str(python), str(peer.script_path), "--seeds", str(seeds),
            "--total-timesteps", str(total_timesteps)]
     if max_measured_seeds is not None and name == "sb3":
         cmd += ["--max-measured-seeds", str(max_measured_seeds)]
