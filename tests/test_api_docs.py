@@ -1,6 +1,5 @@
 """The API reference builds from the docstrings (mkdocs --strict): a renamed or removed object fails here."""
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path

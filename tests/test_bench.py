@@ -2,7 +2,7 @@
 
 import math
 
-from purerl.bench import harness
+from purerl.bench import harness, report
 
 
 def test_worker_cold_then_warm_cache_and_report(tmp_path):
@@ -20,11 +20,11 @@ def test_worker_cold_then_warm_cache_and_report(tmp_path):
     record = {"task": "cartpole", "command": "purerl bench --test", "repeats": 1, "rows": [{"seeds": 2, "purerl": cold, "sb3": {"error": "not installed"}, "load_avg_1min": 1.5}],
               "machine": harness.machine(), "versions": harness.versions(),
               "peers": {"sb3": {"description": "SB3.", "requirements": ["stable-baselines3"], "mismatches": []}}}
-    report = harness.write_report([record], tmp_path / "benchmarks.md").read_text()
-    assert "`purerl bench --test`" in report
-    assert "| sb3 | 2 | could not run: not installed |" in report
+    text = report.write_report([record], tmp_path / "benchmarks.md").read_text()
+    assert "`purerl bench --test`" in text
+    assert "| sb3 | 2 | could not run: not installed |" in text
     assert (tmp_path / "benchmarks" / "agents_per_hour.png").exists()
-    assert harness.ratio(cold, {"env_steps_per_s": cold["env_steps_per_s"] / 2}, "env_steps_per_s") == 2.0
+    assert report.ratio(cold, {"env_steps_per_s": cold["env_steps_per_s"] / 2}, "env_steps_per_s") == 2.0
 
 
 def _purejaxrl_script():
@@ -79,7 +79,7 @@ def test_evolve_report_states_the_split_of_a_generation(tmp_path):
               "env_steps_per_s": 159_000}
     record = {"task": "evolve", "preset": "cpu", "repeats": 3, "evolve": result, "load_avg_1min": 1.0,
               "machine": harness.machine(), "versions": harness.versions(), "command": "purerl bench --task evolve"}
-    text = harness.write_report([record], tmp_path / "benchmarks.md").read_text()
+    text = report.write_report([record], tmp_path / "benchmarks.md").read_text()
     assert "## Meta-evolution throughput (cpu preset)" in text and "| 5,731 | 5,700 | 159,000 |" in text
     assert "| ES ask | 0.0100 |" in text and "0.199%" in text
 

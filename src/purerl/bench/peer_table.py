@@ -1,0 +1,172 @@
+"""The peers purerl is measured against: what each one installs, which script trains it, and how its
+settings map onto purerl's (`mapping`) or cannot (`mismatches`). Data only; `peers.run_peer` runs them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCRIPTS_DIR = Path(__file__).resolve().parent / "peer_scripts"
+
+
+@dataclass(frozen=True)
+class Peer:
+    """One peer implementation: what to install in its venv and which script trains it.
+
+    `requirements` are pip install stages, run in order: torch goes alone first so that
+    the CPU wheel satisfies it before anything can ask pip for a CUDA build.
+    """
+
+    name: str
+    description: str
+    requirements: tuple[tuple[str, ...], ...]
+    script: str
+    env: str
+    mapping: dict[str, str] = field(default_factory=dict)
+    mismatches: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ("cartpole",)  # the harness tasks the peer's script can run
+
+    @property
+    def script_path(self) -> Path:
+        return SCRIPTS_DIR / self.script
+
+    @property
+    def flat_requirements(self) -> list[str]:
+        return [req for stage in self.requirements for req in stage]
+
+
+PEERS: dict[str, Peer] = {
+    "sb3": Peer(
+        name="sb3",
+        description="Stable-Baselines3 PPO (PyTorch, CPU) on gymnasium CartPole-v1; seeds run one after another",
+        requirements=(
+            ("torch==2.13.0",),
+            ("stable-baselines3==2.9.2", "gymnasium==1.4.0", "numpy==2.4.6"),
+        ),
+        script="sb3_ppo.py",
+        env="gymnasium CartPole-v1 (make_vec_env: DummyVecEnv of 4, Monitor)",
+        mapping={
+            "num_envs=4": "make_vec_env('CartPole-v1', n_envs=4, seed=seed)",
+            "num_steps=128": "n_steps=128",
+            "total_timesteps": "learn(total_timesteps=(T // 512) * 512): whole updates, as CleanRL",
+            "lr=2.5e-4, annealed": "learning_rate=lambda p: 2.5e-4 * min(1, p + 1/num_updates) "
+                                   "(SB3 passes p = 1 - i/N before update i; CleanRL uses 1 - (i-1)/N)",
+            "update_epochs=4": "n_epochs=4",
+            "num_minibatches=4": "batch_size=128 (SB3's batch_size is the minibatch size)",
+            "gamma=0.99": "gamma=0.99",
+            "gae_lambda=0.95": "gae_lambda=0.95",
+            "clip_eps=0.2": "clip_range=0.2, clip_range_vf=0.2",
+            "ent_coef=0.01": "ent_coef=0.01",
+            "vf_coef=0.5": "vf_coef=0.25 (SB3's value loss is MSE, CleanRL's 0.5 * MSE)",
+            "max_grad_norm=0.5": "max_grad_norm=0.5 (clip_grad_norm_ over all parameters, as CleanRL)",
+            "advantage normalisation": "normalize_advantage=True (per minibatch)",
+            "tanh 64-64, separate actor and critic": "policy_kwargs: net_arch=dict(pi=[64, 64], vf=[64, 64]), "
+                                                     "activation_fn=torch.nn.Tanh",
+            "orthogonal init (sqrt 2, 0.01, 1)": "policy_kwargs: ortho_init=True (same gains)",
+            "adam eps=1e-5": "policy_kwargs: optimizer_class=torch.optim.Adam, optimizer_kwargs=dict(eps=1e-5)",
+        },
+        mismatches=(
+            "Value clipping: SB3 uses the clipped value only, mean((R - clip(V))^2); CleanRL and purerl use "
+            "max(unclipped, clipped) squared error. Both stop the value moving more than 0.2 from its old "
+            "estimate toward the target; only SB3 also stops pulling back an overshoot.",
+            "Time limits: SB3 bootstraps the value at a TimeLimit truncation (as purerl does); CleanRL does not.",
+            "Advantage std is torch's unbiased std (CleanRL too); purerl's jnp.std is the biased one.",
+        ),
+    ),
+    "rejax": Peer(
+        name="rejax",
+        description="rejax PPO (JAX) on gymnax CartPole-v1; N seeds vmapped in one compiled program",
+        requirements=(
+            (
+                "rejax==0.1.3",
+                # rejax 0.1.3 unpacks 5 values from env.step; gymnax 1.0 returns 6, so gymnax < 1.
+                "gymnax==0.0.9",
+                # rejax pins no jax (jax>=0.4.34); use purerl's jax so the XLA CPU backend is the same.
+                "jax==0.10.2",
+                "jaxlib==0.10.2",
+                "flax==0.12.8",
+                "optax==0.2.8",
+                "chex==0.1.92",
+                "distrax==0.1.9",
+                "tfp-nightly==0.26.0.dev20261027",  # distrax's unpinned dependency
+                "numpy==2.4.6",
+            ),
+        ),
+        script="rejax_ppo.py",
+        env="gymnax 0.0.9 CartPole-v1 (gymnax.make via rejax)",
+        mapping={
+            "num_envs=4": "num_envs=4",
+            "num_steps=128": "num_steps=128",
+            "total_timesteps": "total_timesteps=(T // 512) * 512 and eval_freq=the same (one block, no eval inside)",
+            "lr=2.5e-4, annealed": "learning_rate=lambda count: 2.5e-4 * (1 - (count // 16) / num_updates) "
+                                   "(rejax hands learning_rate to optax.adam, which accepts a schedule)",
+            "update_epochs=4": "num_epochs=4",
+            "num_minibatches=4": "num_minibatches=4 (minibatch 128)",
+            "gamma=0.99": "gamma=0.99",
+            "gae_lambda=0.95": "gae_lambda=0.95",
+            "clip_eps=0.2": "clip_eps=0.2 (policy ratio and value clipping, max of clipped/unclipped as CleanRL)",
+            "ent_coef=0.01": "ent_coef=0.01",
+            "vf_coef=0.5": "vf_coef=0.5 (rejax's critic loss is vf_coef * 0.5 * max(...): CleanRL's scale)",
+            "max_grad_norm=0.5": "max_grad_norm=0.5 (but see mismatches: element-wise clipping)",
+            "advantage normalisation": "always on, per minibatch",
+            "tanh 64-64, separate actor and critic": "agent_kwargs=dict(activation='tanh', "
+                                                     "hidden_layer_sizes=(64, 64)); actor and critic are separate",
+            "normalisation of obs / rewards off": "normalize_observations=False, normalize_rewards=False",
+        },
+        mismatches=(
+            "Gradient clipping: rejax's max_grad_norm feeds optax.clip, which clips each gradient element to "
+            "[-0.5, 0.5], not optax.clip_by_global_norm; actor and critic also have separate optimisers, so "
+            "there is no joint norm.",
+            "Adam eps: rejax hard-codes optax.adam's default eps=1e-8 (not configurable); CleanRL uses 1e-5.",
+            "Initialisation: flax's default lecun_normal kernels and zero biases; CleanRL uses orthogonal "
+            "(sqrt 2 hidden, 0.01 policy head, 1.0 value head). Not configurable without new network classes.",
+            "Time limits: gymnax 0.0.9 merges truncation into done and rejax treats it as terminal (as CleanRL "
+            "and PureJaxRL do); purerl and SB3 bootstrap truncated episodes.",
+            "Order of updates: per minibatch rejax steps the actor, then the critic, with separate Adam states "
+            "(equivalent to one joint step for separate networks apart from the clipping above).",
+            "final_return comes from 128 evaluation episodes of the trained stochastic policy, run after "
+            "training and outside run_s; SB3 and purerl report training episodes of the last 10 updates.",
+        ),
+    ),
+    "purejaxrl": Peer(
+        name="purejaxrl",
+        description="PureJaxRL's own purejaxrl/ppo.py (JAX) from a user's checkout (--purejaxrl PATH), run on a "
+                    "patched temporary copy; N seeds vmapped in one compiled program",
+        requirements=(
+            (
+                # the same JAX stack and gymnax as purerl, plus distrax, which ppo.py imports
+                "jax==0.10.2",
+                "jaxlib==0.10.2",
+                "flax==0.12.8",
+                "optax==0.2.8",
+                "chex==0.1.92",
+                "gymnax==1.0.1",
+                "distrax==0.1.9",
+                "tfp-nightly==0.26.0.dev20261027",  # distrax's unpinned dependency
+                "numpy==2.4.6",
+            ),
+        ),
+        script="purejaxrl_ppo.py",
+        env="gymnax 1.0.1 CartPole-v1 and Breakout-MinAtar (gymnax.make, PureJaxRL's own wrappers)",
+        mapping={
+            "config": "CartPole: the dict in ppo.py's __main__ (DEBUG off); MinAtar: the dict in "
+                      "examples/brax_minatar.ipynb with ENV_NAME=Breakout-MinAtar; TOTAL_TIMESTEPS from the harness",
+            "total_timesteps": "TOTAL_TIMESTEPS = purerl's step count, a whole number of updates, so both sides "
+                               "run the same updates",
+            "patches": "wrappers.py: brax/navix imports dropped; FlattenObservationWrapper unpacks gymnax 1.x's "
+                       "six-value step (done = terminated or truncated). Applied to a temporary copy only.",
+        },
+        mismatches=(
+            "Patched, on a temporary copy only: wrappers.py's brax and navix imports are dropped, and its "
+            "FlattenObservationWrapper unpacks gymnax 1.x's six-value step, passing on done = terminated or "
+            "truncated. Config: CartPole's is ppo.py's own (DEBUG off), MinAtar's is examples/brax_minatar.ipynb's "
+            "with ENV_NAME=Breakout-MinAtar; TOTAL_TIMESTEPS is set to purerl's step count.",
+            "Time limits: PureJaxRL treats a truncated episode as terminal (no bootstrap); purerl bootstraps "
+            "from the final observation.",
+            "Seeds: PureJaxRL's keys are jax.random.split(PRNGKey(30), N); purerl's members are seeds 0..N-1.",
+            "final_return: PureJaxRL's returned_episode_returns of the training episodes that ended in the last "
+            "10 updates, as purerl reports its own.",
+        ),
+        tasks=("cartpole", "minatar"),
+    ),
+}
