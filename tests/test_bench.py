@@ -27,15 +27,44 @@ def test_worker_cold_then_warm_cache_and_report(tmp_path):
     assert report.ratio(cold, {"env_steps_per_s": cold["env_steps_per_s"] / 2}, "env_steps_per_s") == 2.0
 
 
-def _purejaxrl_script():
+def _peer_script(name):
+    import importlib
     import sys
 
     from purerl.bench.peers import SCRIPTS_DIR
 
     sys.path.insert(0, str(SCRIPTS_DIR))
-    import purejaxrl_ppo
+    return importlib.import_module(name)
 
-    return purejaxrl_ppo
+
+def _purejaxrl_script():
+    return _peer_script("purejaxrl_ppo")
+
+
+def test_rejax_value_peer_spells_purerls_dqn_and_pqn_presets():
+    from purerl.bench import worker
+    from purerl.bench.peers import PEERS
+
+    script = _peer_script("rejax_value")
+    dqn, dqn_hp = worker.task_config("dqn")
+    assert (script.DQN["num_envs"], script.DQN["buffer_size"], script.DQN["fill_buffer"], script.DQN["batch_size"],
+            script.DQN["target_update_freq"], script.DQN["hidden"], script.DQN["activation"], script.DQN["ddqn"]) == (
+        dqn.num_envs, dqn.buffer_size, dqn.learning_starts, dqn.buffer_batch_size, dqn.target_update_interval,
+        dqn.hidden_sizes, dqn.activation, dqn.double_dqn)
+    assert script.DQN["epsilon_steps"] == dqn.epsilon_anneal_time
+    assert dqn.train_interval == dqn.num_envs and script.DQN["num_epochs"] == 1  # one gradient step per env step
+    assert (script.DQN["learning_rate"], script.DQN["gamma"], script.DQN["eps_start"], script.DQN["eps_end"]) == (
+        dqn_hp.lr, dqn_hp.gamma, dqn_hp.epsilon_start, dqn_hp.epsilon_finish) and dqn_hp.tau == 1.0
+    pqn, pqn_hp = worker.task_config("pqn")
+    assert (script.PQN["num_envs"], script.PQN["num_steps"], script.PQN["num_epochs"], script.PQN["num_minibatches"],
+            script.PQN["hidden"]) == (pqn.num_envs, pqn.num_steps, pqn.update_epochs, pqn.num_minibatches,
+                                      pqn.hidden_sizes)
+    assert (script.PQN["learning_rate"], script.PQN["gamma"], script.PQN["td_lambda"], script.PQN["eps_end"],
+            script.PQN["max_grad_norm"]) == (pqn_hp.lr, pqn_hp.gamma, pqn_hp.td_lambda, pqn_hp.epsilon_finish,
+                                             pqn_hp.max_grad_norm) and pqn.epsilon_decay == 0.2
+    rejax = PEERS["rejax"]
+    assert rejax.script_path("dqn").name == rejax.script_path("pqn").name == "rejax_value.py"
+    assert rejax.script_path("cartpole").name == "rejax_ppo.py" and rejax.mismatches_for("dqn") != rejax.mismatches
 
 
 def test_purejaxrl_patches_a_temporary_copy_and_reads_its_own_config(tmp_path):

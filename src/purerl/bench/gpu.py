@@ -82,7 +82,7 @@ def gpu_section(records: list[dict], plots: Path) -> list[str]:
     if width_records:
         lines += _demote(report.floor_section(width_records), "How far from the hardware floor (GPU)")
         for record in width_records:
-            lines += _demote(report.peer_notes(record["peers"]), f"Peers on the GPU ({record['task']})") + [""]
+            lines += _demote(report.peer_notes([record]), f"Peers on the GPU ({record['task']})") + [""]
         plot = report.plot(width_records, plots / f"agents_per_hour_{slug}.png")
         lines += ["", f"![agents per hour on the {gpu['name']}]({plots.name}/{plot.name})", ""]
     for record in records:

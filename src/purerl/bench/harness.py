@@ -25,10 +25,11 @@ from purerl.bench import peers as peer_runner
 from purerl.compile_cache import cache_root
 
 PRESETS = {
-    "cpu": {"cartpole": [1, 8, 64], "minatar": [1, 8]},
-    "gpu": {"cartpole": [1, 32, 256, 2048], "minatar": [1, 16, 256]},
+    "cpu": {"cartpole": [1, 8, 64], "minatar": [1, 8], "dqn": [1, 8, 64], "pqn": [1, 8, 64]},
+    "gpu": {"cartpole": [1, 32, 256, 2048], "minatar": [1, 16, 256], "dqn": [1, 32, 256, 2048],
+            "pqn": [1, 32, 256, 2048]},
 }
-TASK_STEPS = {"cartpole": 500_000, "minatar": 1_048_576}  # the worker's defaults (steps per agent)
+TASK_STEPS = {"cartpole": 500_000, "minatar": 1_048_576, "dqn": 500_000, "pqn": 500_000}  # the worker's defaults
 PUREJAXRL_SKIPPED = "skipped: no checkout of luchris429/purejaxrl given (purerl bench --purejaxrl PATH)"
 SB3_MEASURED_SEEDS = 1  # SB3 trains seeds one after another; more seeds are extrapolated linearly
 
@@ -103,7 +104,7 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
             row[name] = run_peer(name, task, width, steps, repeats + 1, purejaxrl,
                                  python=own_python if name == "purejaxrl" else None)
         rows.append(row)
-    peers = {name: _peer_info(name, own_python if name == "purejaxrl" else None) for name in names}
+    peers = {name: _peer_info(name, task, own_python if name == "purejaxrl" else None) for name in names}
     return {"task": task, "repeats": repeats, "rows": rows, "machine": machine(), "versions": versions(),
             "peers": peers}
 
@@ -144,15 +145,15 @@ def run_peer(name: str, task: str, seeds: int, total_timesteps: int, repeats: in
     try:
         return peer_runner.run_peer(name, seeds, total_timesteps, cache_dir=cache_root(), peer_args=args,
                                     max_measured_seeds=SB3_MEASURED_SEEDS if name == "sb3" else None,
-                                    python=python)
+                                    python=python, task=task)
     except peer_runner.PeerError as error:  # install failures and the like: reported, never skipped
         return {"peer": name, "seeds": seeds, "error": str(error)}
 
 
-def _peer_info(name: str, python: str | None = None) -> dict:
+def _peer_info(name: str, task: str, python: str | None = None) -> dict:
     peer = peer_runner.PEERS[name]
     info = {"description": peer.description, "requirements": peer.flat_requirements,
-            "mismatches": list(peer.mismatches)}
+            "mismatches": list(peer.mismatches_for(task))}
     if python:
         info["install"] = f"Run in purerl's own Python ({python}), not a venv of its own: no network to build one."
     return info

@@ -25,10 +25,15 @@ class Peer:
     mapping: dict[str, str] = field(default_factory=dict)
     mismatches: tuple[str, ...] = ()
     tasks: tuple[str, ...] = ("cartpole",)  # the harness tasks the peer's script can run
+    # Tasks run by another script, which is given `--task TASK`, and what differs there from purerl.
+    task_scripts: dict[str, str] = field(default_factory=dict)
+    task_mismatches: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    @property
-    def script_path(self) -> Path:
-        return SCRIPTS_DIR / self.script
+    def script_path(self, task: str = "cartpole") -> Path:
+        return SCRIPTS_DIR / self.task_scripts.get(task, self.script)
+
+    def mismatches_for(self, task: str) -> tuple[str, ...]:
+        return self.task_mismatches.get(task, self.mismatches)
 
     @property
     def flat_requirements(self) -> list[str]:
@@ -75,7 +80,7 @@ PEERS: dict[str, Peer] = {
     ),
     "rejax": Peer(
         name="rejax",
-        description="rejax PPO (JAX) on gymnax CartPole-v1; N seeds vmapped in one compiled program",
+        description="rejax PPO, DQN or PQN (JAX) on gymnax CartPole-v1; N seeds vmapped in one compiled program",
         requirements=(
             (
                 "rejax==0.1.3",
@@ -127,6 +132,34 @@ PEERS: dict[str, Peer] = {
             "final_return comes from 128 evaluation episodes of the trained stochastic policy, run after "
             "training and outside run_s; SB3 and purerl report training episodes of the last 10 updates.",
         ),
+        tasks=("cartpole", "dqn", "pqn"),
+        task_scripts={"dqn": "rejax_value.py", "pqn": "rejax_value.py"},
+        task_mismatches={
+            "dqn": (
+                "Settings: purerl's classic DQN preset in rejax's names (10 envs, buffer 1e4 filled for 1e4 steps, "
+                "batch 128, one gradient step per step of all envs, hard target copy every 500 steps (polyak 0), "
+                "epsilon 1 -> 0.05 over 2.5e5 steps, lr 2.5e-4, no double DQN, 0.5 x squared TD error).",
+                "Network: rejax hard-codes 64-64 hidden layers; a subclass's create_agent gives it purerl's "
+                "120-84 relu instead (the only change to rejax). Initialisation stays flax's lecun_normal.",
+                "Time limits: gymnax 0.0.9 merges truncation into done and rejax treats it as terminal; purerl "
+                "bootstraps truncated transitions from the final observation.",
+                "final_return: 128 evaluation episodes of the near-greedy policy (epsilon 0.005) after training; "
+                "purerl reports training episodes of the last 10 updates (epsilon 0.05).",
+            ),
+            "pqn": (
+                "Settings: purerl's classic PQN preset in rejax's names (32 envs x 64 steps, 4 epochs x 16 "
+                "minibatches, lambda 0.95, epsilon 1 -> 0.2 over 20% of steps, lr 1e-4 decayed linearly per "
+                "update, LayerNorm + relu).",
+                "Network: rejax hard-codes 64-64 hidden layers; a subclass's create_agent gives it purerl's "
+                "256-256 instead (the only change to rejax).",
+                "Optimiser: rejax uses Adam after element-wise optax.clip(10); purerl uses RAdam after "
+                "clip_by_global_norm(10), as purejaxql.",
+                "Rewards: purerl scales rewards by 0.1 (purejaxql's CartPole); rejax has no reward scale.",
+                "Time limits: as for DQN, rejax treats a truncation as terminal; purerl bootstraps it.",
+                "final_return: as for DQN (epsilon 0.005 evaluation after training; purerl: training episodes "
+                "of the last 10 updates at epsilon 0.2).",
+            ),
+        },
     ),
     "purejaxrl": Peer(
         name="purejaxrl",

@@ -169,6 +169,7 @@ def run_peer(
     install_timeout_s: float = INSTALL_TIMEOUT_S,
     peer_args: Sequence[str] = (),
     python: str | Path | None = None,
+    task: str = "cartpole",
 ) -> dict[str, Any]:
     """Train `seeds` agents of peer `name` for `total_timesteps` env steps each; one flat dict.
 
@@ -186,7 +187,8 @@ def run_peer(
     rejax always trains all seeds in one vmapped program, so it ignores `max_measured_seeds`.
     `peer_args` are appended to the script's command line (e.g. ["--torch-threads", "0"] for SB3).
     `python` runs the script in that interpreter instead of the peer's venv (a machine without network,
-    whose own Python has the peer's packages); nothing is installed then.
+    whose own Python has the peer's packages); nothing is installed then. `task` picks the peer's script
+    for a harness task (a task script is told `--task TASK`).
     """
     peer = _peer(name)
     if not isinstance(seeds, int) or seeds < 1:
@@ -205,8 +207,9 @@ def run_peer(
     else:
         venv = Path(python)
 
-    cmd = [str(python), str(peer.script_path), "--seeds", str(seeds),
+    cmd = [str(python), str(peer.script_path(task)), "--seeds", str(seeds),
            "--total-timesteps", str(total_timesteps)]
+    cmd += ["--task", task] if task in peer.task_scripts else []
     if max_measured_seeds is not None and name == "sb3":
         cmd += ["--max-measured-seeds", str(max_measured_seeds)]
     cmd += [str(arg) for arg in peer_args]

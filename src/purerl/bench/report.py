@@ -40,7 +40,7 @@ def write_report(records: list[dict], out_md: Path) -> Path:
         lines += task_section(record)
     if width_records:
         lines += floor_section(width_records)
-        lines += peer_notes(width_records[0]["peers"])
+        lines += peer_notes(width_records)
         figure = plot(width_records, plots / "agents_per_hour.png")
         lines += ["", f"![agents per hour]({plots.name}/{figure.name})", ""]
     for record in records:
@@ -190,12 +190,18 @@ def floor_section(records: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def peer_notes(peers: dict) -> list[str]:
-    lines = ["## Peers", ""]
-    for name, info in peers.items():
-        lines.append(f"- **{name}**: {info['description']}. " + info.get("install", "Installed in its own virtual "
-                     f"environment: `{' '.join(info['requirements'])}`."))
-        lines += [f"  - differs: {m}" for m in info["mismatches"]]
+def peer_notes(records: list[dict]) -> list[str]:
+    """Each peer once per task it ran (its differences from purerl depend on the task)."""
+    lines, seen = ["## Peers", ""], set()
+    for record in records:
+        for name, info in record.get("peers", {}).items():
+            notes = (name, tuple(info["mismatches"]))
+            if notes in seen:
+                continue
+            seen.add(notes)
+            lines.append(f"- **{name}** ({record['task']}): {info['description']}. " + info.get(
+                "install", f"Installed in its own virtual environment: `{' '.join(info['requirements'])}`."))
+            lines += [f"  - differs: {m}" for m in info["mismatches"]]
     return lines
 
 

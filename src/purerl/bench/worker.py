@@ -18,17 +18,23 @@ import statistics  # noqa: E402
 
 TASKS = {
     # PPO, CartPole-v1, CleanRL defaults, 500k steps per agent.
-    "cartpole": dict(env="CartPole-v1", preset="classic", overrides={}),
+    "cartpole": dict(algo="ppo", env="CartPole-v1", preset="classic", overrides={}),
     # Breakout-MinAtar with the PureJaxRL MinAtar preset at a budget that fits a 2-core CPU.
-    "minatar": dict(env="Breakout-MinAtar", preset="minatar", overrides=dict(total_timesteps=1_048_576)),
+    "minatar": dict(algo="ppo", env="Breakout-MinAtar", preset="minatar", overrides=dict(total_timesteps=1_048_576)),
+    # DQN (PureJaxRL/CleanRL CartPole settings) and PQN (purejaxql's CartPole), 500k steps per agent.
+    "dqn": dict(algo="dqn", env="CartPole-v1", preset="classic", overrides={}),
+    "pqn": dict(algo="pqn", env="CartPole-v1", preset="classic", overrides={}),
 }
 
 
 def task_config(task: str, total_timesteps: int | None = None):
+    from purerl.algos import registry
     from purerl.config import apply_preset
 
     spec = TASKS[task]
-    config, hp = apply_preset(spec["preset"], spec["env"], discrete=True)
+    algorithm = registry.get(spec["algo"])
+    config, hp = apply_preset(spec["preset"], spec["env"], True, algorithm.presets, algorithm.config,
+                              algorithm.hyperparams)
     overrides = dict(spec["overrides"])
     if total_timesteps:
         overrides["total_timesteps"] = total_timesteps
@@ -38,12 +44,13 @@ def task_config(task: str, total_timesteps: int | None = None):
 def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, floor: bool) -> dict:
     import jax
 
-    from purerl.algos.ppo import make_train
+    from purerl.algos import registry
     from purerl.population import Placement, make_members
     from purerl.results import final_returns
 
     config, hp = task_config(task, total_timesteps)
-    train = make_train(config)
+    algo = TASKS[task]["algo"]
+    train = registry.build(algo, config)
     members = make_members(list(range(seeds)), hp)
     placement = Placement.for_members(seeds)  # the seed axis sharded over the devices, as `purerl train` does
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
@@ -63,6 +70,7 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
     result = {
         "system": "purerl",
         "task": task,
+        "algo": algo,
         "seeds": seeds,
         "total_timesteps": config.num_updates * config.batch_size,
         "compile_s": compile_s,
@@ -79,7 +87,7 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
     device_stats = jax.devices()[0].memory_stats() or {}  # GPUs report it; CPUs do not
     if "peak_bytes_in_use" in device_stats:
         result["device_peak_mb"] = device_stats["peak_bytes_in_use"] / 2**20
-    if floor:
+    if floor and algo == "ppo":  # the floor's pieces are PPO's (rollout, advantages, gradient step)
         per_device = placement.padded(seeds) // placement.num_devices
         host_hps = jax.tree.map(lambda x: x[:per_device], members.hyperparams.as_arrays())
         result.update(floor_analysis(train, members.keys()[:per_device], host_hps, config, placement.num_devices,

@@ -13,8 +13,9 @@ from purerl.config import ConfigError
 
 def add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
-    bench.add_argument("--task", choices=["cartpole", "minatar", "all", "evolve"], default="cartpole",
-                       help="evolve: meta-evolution throughput (value-loss study; --preset cpu, or gpu for paper)")
+    bench.add_argument("--task", choices=["cartpole", "minatar", "dqn", "pqn", "all", "evolve"], default="cartpole",
+                       help="cartpole and minatar: PPO; dqn, pqn: those on CartPole; evolve: meta-evolution throughput "
+                            "(value-loss study; --preset cpu, or gpu for paper)")
     bench.add_argument("--preset", choices=["cpu", "gpu"], default="cpu", help="widths per task (gpu: up to 2048)")
     bench.add_argument("--seeds", help="comma-separated widths, overriding the preset (e.g. 1,8,64)")
     bench.add_argument("--repeats", type=integer, default=3, help="timed runs per width (median reported)")
@@ -40,7 +41,7 @@ def add_results(sub) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from purerl.bench import gpu, harness, peers
 
-    tasks = {"all": ["cartpole", "minatar"], "evolve": []}.get(args.task, [args.task])
+    tasks = {"all": ["cartpole", "minatar", "dqn", "pqn"], "evolve": []}.get(args.task, [args.task])
     names = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
     if args.purejaxrl is not None:
         if not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
