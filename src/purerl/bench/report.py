@@ -52,6 +52,12 @@ def write_report(records: list[dict], out_md: Path) -> Path:
     return out_md
 
 
+def command_line(record: dict) -> str:
+    """The section's command, and the purerl commit it ran at where the record has it."""
+    commit = f" at commit `{record['commit']}`" if record.get("commit") else ""
+    return f"`{record.get('command', 'purerl bench')}`{commit}"
+
+
 def systems(row: dict) -> list[str]:
     """The measured systems of a width's row (its other keys are the width and the load)."""
     return [key for key, value in row.items() if isinstance(value, dict)]
@@ -71,7 +77,7 @@ def task_section(record: dict) -> list[str]:
     lines = [
         f"## {record['task']}",
         "",
-        f"`{record.get('command', 'purerl bench')}`",
+        command_line(record),
         "",
         "Several cores: purerl shards the seeds over one JAX host device per core (a width below the device count "
         "uses fewer devices); every peer runs on one device. `env steps/s` is the whole machine's rate; "
@@ -120,7 +126,7 @@ def task_section(record: dict) -> list[str]:
 
 
 def _devices_section(record: dict) -> list[str]:
-    lines = [f"## {record['task']}: scaling with devices", "", f"`{record.get('command', 'purerl bench')}`", "",
+    lines = [f"## {record['task']}: scaling with devices", "", command_line(record), "",
              "Each row is a fresh process with the seed axis sharded over the devices (host devices on a CPU: "
              "`--xla_force_host_platform_device_count`). Cold compile, no persistent cache.", "",
              "| seeds | devices | compile s | run s | env steps/s | agents/hour | vs 1 device |", "|---|---|---|---|---|---|---|"]
@@ -144,7 +150,7 @@ EVOLVE_PARTS = {"inner_training": "inner training (compiled PPO runs of the popu
 
 def _evolve_section(record: dict) -> list[str]:
     r = record["evolve"]
-    lines = [f"## Meta-evolution throughput ({record['preset']} preset)", "", f"`{record.get('command', 'purerl bench')}`", ""]
+    lines = [f"## Meta-evolution throughput ({record['preset']} preset)", "", command_line(record), ""]
     if r.get("error"):
         return lines + [f"Could not run: {r['error']}", ""]
     lines += [

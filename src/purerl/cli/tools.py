@@ -39,6 +39,7 @@ def add_results(sub) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from purerl import provenance
     from purerl.bench import gpu, harness, peers
 
     tasks = {"all": ["cartpole", "minatar", "dqn", "pqn"], "evolve": []}.get(args.task, [args.task])
@@ -69,8 +70,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         records.append(harness.bench(task, widths, args.repeats, names, args.total_timesteps,
                                      purejaxrl=args.purejaxrl))
     command = "purerl bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "purerl bench"
+    commit, dirty = provenance.git_state()
     for record in records:
         record["command"] = command
+        record["commit"] = f"{(commit or '?')[:10]}{' with uncommitted changes' if dirty else ''}"
     records_path = args.out.parent / "benchmarks" / "records.json"
     if records_path.exists():  # keep the other kinds of measurement already in the report
         records = gpu.merge(json.loads(records_path.read_text()), records)
