@@ -11,12 +11,9 @@ Run inside the rejax peer venv:  python rejax_ppo.py --seeds 8 --total-timesteps
 
 from __future__ import annotations
 
-import time
-
 from peer_common import CLEANRL_CARTPOLE as C
-from peer_common import emit, finite_mean, num_updates, parse_args, peak_rss_mb, versions
-
-EVAL_EPISODES = 128  # rejax's own default for its evaluation callback
+from peer_common import emit, num_updates, parse_args, versions
+from rejax_common import EVAL_EPISODES, train_and_evaluate
 
 
 def rejax_config(total_updates: int) -> dict:
@@ -54,54 +51,16 @@ def rejax_config(total_updates: int) -> dict:
 
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
-    import jax
-    import jax.numpy as jnp
     from rejax import PPO
-    from rejax.evaluate import evaluate
 
     updates = num_updates(args.total_timesteps)
-
-    algo = PPO.create(**rejax_config(updates))
-    algo = algo.replace(eval_callback=lambda algo, ts, rng: jnp.zeros(()))
-    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(args.seeds))
-
-    tick = time.perf_counter()
-    train = jax.jit(jax.vmap(algo.train)).lower(keys).compile()
-    compile_s = time.perf_counter() - tick
-
-    tick = time.perf_counter()
-    train_state, _ = train(keys)
-    jax.block_until_ready(train_state)
-    run_s = time.perf_counter() - tick
-
-    def eval_one(ts, key):
-        _, returns = evaluate(algo.make_act(ts), key, algo.env, algo.env_params, EVAL_EPISODES,
-                              algo.env_params.max_steps_in_episode)
-        return returns.mean()
-
-    tick = time.perf_counter()
-    eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    returns = jax.device_get(jax.jit(jax.vmap(eval_one))(train_state, eval_keys))
-    eval_s = time.perf_counter() - tick
-    steps_done = jax.device_get(train_state.global_step)
-
+    result = train_and_evaluate(PPO.create(**rejax_config(updates)), args.seeds)
     emit({
-        "peer": "rejax",
-        "seeds": args.seeds,
-        "measured_seeds": args.seeds,
-        "extrapolated": False,
+        **result,
         "total_timesteps": args.total_timesteps,
-        "env_steps_per_agent": int(steps_done.min()),
         "num_updates": updates,
-        "compile_s": compile_s,
-        "run_s": run_s,
-        "eval_s": eval_s,
-        "final_return": finite_mean(returns.tolist()),
-        "final_return_by_seed": [float(r) for r in returns],
         "final_return_kind": f"mean return of {EVAL_EPISODES} episodes of the stochastic policy after training "
                              "(rejax.evaluate), per seed",
-        "peak_rss_mb": peak_rss_mb(),
-        "backend": jax.default_backend(),
         "versions": versions("rejax", "jax", "jaxlib", "flax", "optax", "gymnax", "distrax", "numpy"),
     })
 
