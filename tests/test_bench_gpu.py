@@ -65,6 +65,9 @@ def test_on_a_gpu_purejaxrl_runs_the_same_script_in_this_python(monkeypatch, tmp
     record = harness.bench("cartpole", [1], 1, [], 512, progress=lambda _: None, purejaxrl=tmp_path)
     assert [(name, k["python"]) for name, k in calls] == [("purejaxrl", sys.executable)]
     assert "purerl's own Python" in record["peers"]["purejaxrl"]["install"]
+    calls.clear()
+    assert harness.bench("dqn", [1], 1, [], 512, progress=lambda _: None, purejaxrl=tmp_path)["peers"] == {}
+    assert calls == []  # PureJaxRL has no DQN: the checkout does not put it on a task it cannot run
 
 
 def test_bench_refuses_a_path_that_is_no_purejaxrl_checkout(tmp_path):

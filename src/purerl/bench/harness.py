@@ -72,15 +72,14 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
           progress=print, purejaxrl: Path | None = None) -> dict[str, Any]:
     """Measure every width: purerl cold, purerl warm, then each peer; returns the full record.
 
-    `purejaxrl` is a checkout of luchris429/purejaxrl for the purejaxrl peer (skipped, with its reason, without
-    one). On a CPU it runs in its own venv like every peer; on a GPU, whose machine may have no network to
-    build that venv, the same script runs in this Python.
+    `purejaxrl` is a checkout of luchris429/purejaxrl: given one, the purejaxrl peer runs on the tasks it has
+    (named without one, it is skipped with its reason). On a CPU it runs in its own venv like every peer; on a
+    GPU, whose machine may have no network to build that venv, the same script runs in this Python.
     """
     rows, on_gpu = [], gpu_count() > 0
     own_python = sys.executable if on_gpu and purejaxrl is not None else None
-    names = [name for name in peer_names if task in peer_runner.PEERS[name].tasks]
-    if own_python and "purejaxrl" not in names:
-        names.append("purejaxrl")
+    wanted = [*peer_names, *(["purejaxrl"] if purejaxrl is not None and "purejaxrl" not in peer_names else [])]
+    names = [name for name in wanted if task in peer_runner.PEERS[name].tasks]
     for width in widths:
         with tempfile.TemporaryDirectory(prefix="purerl-bench-cache-") as cache:
             progress(f"[{task} x{width}] purerl, cold compile (empty cache), {repeats} timed runs")

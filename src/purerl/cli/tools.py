@@ -48,7 +48,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
             raise ConfigError(f"--purejaxrl {args.purejaxrl} is not a checkout of luchris429/purejaxrl (no purejaxrl/ppo.py)")
         args.purejaxrl = args.purejaxrl.expanduser().resolve()
-        names += [] if "purejaxrl" in names else ["purejaxrl"]
     unknown = [p for p in names if p not in peers.PEERS]
     if unknown:
         raise ConfigError(f"unknown peer '{unknown[0]}'; choose from {', '.join(peers.PEERS)} or none")
