@@ -31,6 +31,17 @@ UNIT = (np.nextafter(0.0, -1.0), 1.0, "in [0, 1]")  # a probability or lambda
 DISCOUNT = (0.0, 1.0, "in (0, 1]")
 
 
+def check_counts(obj, limits: dict[str, int]) -> None:
+    """Each named field is an integer in [1, its limit] (a size or a count the program loops over);
+    else one ConfigError line naming its flag."""
+    for name, limit in limits.items():
+        value, flag = getattr(obj, name), name.replace("_", "-")
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ConfigError(f"{flag} must be a positive integer, got {value}")
+        if value > limit:
+            raise ConfigError(f"{flag} must be at most {limit:,}, got {value:,}")
+
+
 def check_bounds(hp, bounds: dict[str, tuple[float, float, str]]) -> None:
     """Every value (scalars or grids) of each named field within its bounds; else one ConfigError line."""
     for name, (low, high, text) in bounds.items():
@@ -84,13 +95,7 @@ class RolloutShape:
         """
         from purerl.nets import ACTIVATIONS
 
-        for name in step_counts + dimensions:
-            value, flag = getattr(self, name), name.replace("_", "-")
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(f"{flag} must be a positive integer, got {value}")
-            limit = MAX_DIMENSION if name in dimensions else MAX_INT32
-            if value > limit:
-                raise ConfigError(f"{flag} must be at most {limit:,}, got {value:,}")
+        check_counts(self, dict.fromkeys(step_counts, MAX_INT32) | dict.fromkeys(dimensions, MAX_DIMENSION))
         if self.batch_size > MAX_INT32 or self.num_updates > MAX_INT32:
             raise ConfigError(f"{self.total_timesteps:,} steps in batches of {self.batch_size:,} exceed what one "
                               f"program indexes (at most {MAX_INT32:,} updates of at most {MAX_INT32:,} steps)")
