@@ -251,7 +251,9 @@ def _parse(*argv):
 
     parser = _Parser(prog="purerl")
     mfos_cli.add_arguments(parser.add_subparsers(dest="command", required=True, parser_class=_Parser))
-    return parser.parse_args(["mfos", *argv])
+    args = parser.parse_args(["mfos", *argv])
+    args.argv = ["mfos", *argv]  # as purerl.cli.main records it
+    return args
 
 
 def test_cli_parses_train_and_table():
@@ -267,8 +269,12 @@ def test_cli_parses_train_and_table():
     (["--meta-episodes", "0"], "meta-episodes must be a positive integer, got 0"),
     (["--seed", "-1"], "--seed must be non-negative, got -1"),
     (["table", "--seeds", "0"], "seeds must be a positive integer, got 0"),
-    (["table", "--self-play-num-games", "0"], "self-play-num-games must be positive, got 0"),
-    (["table", "--self-play-meta-episodes", "-1"], "self-play-meta-episodes must be positive, got -1"),
+    (["table", "--self-play-num-games", "0"], "self-play-num-games must be a positive integer, got 0"),
+    (["table", "--self-play-meta-episodes", "-1"], "self-play-meta-episodes must be a positive integer, got -1"),
+    (["table", "--self-play-num-games", "100000000"], "self-play-num-games must be at most 16,777,216"),
+    (["--num-games", "100000000"], "num-games must be at most 16,777,216"),
+    (["--game", "coin", "--num-games", "100000000"], "num-boards must be at most 16,777,216"),
+    (["--meta-episodes", "3000000000"], "meta-episodes must be at most 2,147,483,647"),
 ])
 def test_cli_rejects_bad_input_before_compiling(argv, message):
     with pytest.raises(ConfigError, match=message):

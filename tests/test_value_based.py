@@ -57,6 +57,10 @@ def test_seed_alone_equals_seed_inside_a_batch(algo):
     (["--algo", "dqn", "--objective", "dpo"], "--objective (and the value loss) belong to --algo ppo"),
     (["--algo", "dqn", "--train-interval", "15"], "train-interval=15 must be a multiple of num-envs=10"),
     (["--algo", "pqn", "--env", "Pendulum-v1"], "preset 'classic' is for discrete actions"),
+    (["--algo", "dqn", "--buffer-size", "1e12"], "buffer-size must be at most 16,777,216, got 1,000,000,000,000"),
+    (["--algo", "dqn", "--epsilon-anneal-time", "1e10"], "epsilon-anneal-time must be at most 2,147,483,647"),
+    (["--algo", "pqn", "--num-envs", "1e9"], "num-envs must be at most 16,777,216"),
+    (["--algo", "pqn", "--hidden-sizes", "64,1e9"], "hidden-sizes must be integers in [1, 16,777,216]"),
 ])
 def test_bad_algorithm_flags_are_one_line_and_exit_2(argv, message, tmp_path, capsys):
     out = tmp_path / "run"

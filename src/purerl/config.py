@@ -24,6 +24,32 @@ class ConfigError(ValueError):
     """Bad user input, reported as one line before anything is compiled or written."""
 
 
+# Bounds of a traced hyperparameter: (low, high, text), the value must lie in (low, high].
+POSITIVE = (0.0, np.inf, "> 0")
+NON_NEGATIVE = (np.nextafter(0.0, -1.0), np.inf, ">= 0")  # the largest negative float is excluded, 0 is not
+UNIT = (np.nextafter(0.0, -1.0), 1.0, "in [0, 1]")  # a probability or lambda
+DISCOUNT = (0.0, 1.0, "in (0, 1]")
+
+
+def check_counts(obj, limits: dict[str, int]) -> None:
+    """Each named field is an integer in [1, its limit] (a size or a count the program loops over);
+    else one ConfigError line naming its flag."""
+    for name, limit in limits.items():
+        value, flag = getattr(obj, name), name.replace("_", "-")
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ConfigError(f"{flag} must be a positive integer, got {value}")
+        if value > limit:
+            raise ConfigError(f"{flag} must be at most {limit:,}, got {value:,}")
+
+
+def check_bounds(hp, bounds: dict[str, tuple[float, float, str]]) -> None:
+    """Every value (scalars or grids) of each named field within its bounds; else one ConfigError line."""
+    for name, (low, high, text) in bounds.items():
+        for value in np.ravel(np.asarray(getattr(hp, name), dtype=float)).tolist():
+            if not low < value <= high:
+                raise ConfigError(f"{name} must be {text}, got {value:g}")
+
+
 class HyperParams(NamedTuple):
     """Traced training scalars (defaults: CleanRL / PureJaxRL CartPole)."""
 
@@ -39,21 +65,8 @@ class HyperParams(NamedTuple):
         return HyperParams(*(jnp.asarray(v, jnp.float32) for v in self))
 
     def validate(self) -> None:
-        checks = {
-            "lr": lambda v: v > 0,
-            "gamma": lambda v: 0 < v <= 1,
-            "gae_lambda": lambda v: 0 <= v <= 1,
-            "clip_eps": lambda v: v > 0,
-            "ent_coef": lambda v: v >= 0,
-            "vf_coef": lambda v: v >= 0,
-            "max_grad_norm": lambda v: v > 0,
-        }
-        bounds = {"lr": "> 0", "gamma": "in (0, 1]", "gae_lambda": "in [0, 1]", "clip_eps": "> 0",
-                  "ent_coef": ">= 0", "vf_coef": ">= 0", "max_grad_norm": "> 0"}
-        for name, ok in checks.items():
-            for value in np.ravel(np.asarray(getattr(self, name), dtype=float)).tolist():
-                if not ok(value):
-                    raise ConfigError(f"{name} must be {bounds[name]}, got {value:g}")
+        check_bounds(self, {"lr": POSITIVE, "gamma": DISCOUNT, "gae_lambda": UNIT, "clip_eps": POSITIVE,
+                            "ent_coef": NON_NEGATIVE, "vf_coef": NON_NEGATIVE, "max_grad_norm": POSITIVE})
 
 
 class RolloutShape:
@@ -72,6 +85,27 @@ class RolloutShape:
     def replace(self, **changes):
         """A copy with some fields changed (the configs are frozen dataclasses)."""
         return dataclasses.replace(self, **changes)
+
+    def check(self, step_counts: tuple[str, ...], dimensions: tuple[str, ...]) -> None:
+        """What every algorithm's config must satisfy before a trace, with its own fields named:
+
+        `step_counts` are positive integers up to MAX_INT32 (loop counters), `dimensions` also
+        size arrays and stop at MAX_DIMENSION; the updates and their batch fit one program's
+        int32 indexing; `hidden_sizes` and `activation` describe a network.
+        """
+        from purerl.nets import ACTIVATIONS
+
+        check_counts(self, dict.fromkeys(step_counts, MAX_INT32) | dict.fromkeys(dimensions, MAX_DIMENSION))
+        if self.batch_size > MAX_INT32 or self.num_updates > MAX_INT32:
+            raise ConfigError(f"{self.total_timesteps:,} steps in batches of {self.batch_size:,} exceed what one "
+                              f"program indexes (at most {MAX_INT32:,} updates of at most {MAX_INT32:,} steps)")
+        if self.total_timesteps < self.batch_size:
+            raise ConfigError(f"total-timesteps={self.total_timesteps} is smaller than one batch "
+                              f"({self.num_envs} envs x {self.num_steps} steps = {self.batch_size})")
+        if not self.hidden_sizes or any(not 0 < h <= MAX_DIMENSION for h in self.hidden_sizes):
+            raise ConfigError(f"hidden-sizes must be integers in [1, {MAX_DIMENSION:,}], got {self.hidden_sizes}")
+        if self.activation not in ACTIVATIONS:
+            raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{self.activation}'")
 
 
 @dataclass(frozen=True)
@@ -96,32 +130,12 @@ class PPOConfig(RolloutShape):
         return self.batch_size // self.num_minibatches
 
     def validate(self) -> None:
-        for name in ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"{name.replace('_', '-')} must be a positive integer, got {value}")
-        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches"):
-            if getattr(self, name) > MAX_DIMENSION:
-                raise ConfigError(f"{name.replace('_', '-')} must be at most {MAX_DIMENSION:,}, got {getattr(self, name):,}")
-        if self.batch_size > MAX_INT32 or self.num_updates > MAX_INT32:
-            raise ConfigError(f"{self.total_timesteps:,} steps in batches of {self.batch_size:,} exceed what one "
-                              f"program indexes (at most {MAX_INT32:,} updates of at most {MAX_INT32:,} steps)")
+        self.check(("total_timesteps",), ("num_envs", "num_steps", "update_epochs", "num_minibatches"))
         if self.batch_size % self.num_minibatches:
             raise ConfigError(
                 f"batch of {self.num_envs} envs x {self.num_steps} steps = {self.batch_size} "
                 f"is not divisible by num-minibatches={self.num_minibatches}"
             )
-        if self.total_timesteps < self.batch_size:
-            raise ConfigError(
-                f"total-timesteps={self.total_timesteps} is smaller than one batch "
-                f"({self.num_envs} envs x {self.num_steps} steps = {self.batch_size})"
-            )
-        if not self.hidden_sizes or any(not 0 < h <= MAX_DIMENSION for h in self.hidden_sizes):
-            raise ConfigError(f"hidden-sizes must be integers in [1, {MAX_DIMENSION:,}], got {self.hidden_sizes}")
-        from purerl.nets import ACTIVATIONS
-
-        if self.activation not in ACTIVATIONS:
-            raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{self.activation}'")
 
 
 @dataclass(frozen=True)

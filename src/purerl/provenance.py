@@ -145,6 +145,23 @@ def command_line(argv: list[str]) -> str:
     return " ".join(["purerl", *map(shlex.quote, argv)])
 
 
+def run_facts(argv: list[str]) -> dict:
+    """What a study writes beside its own data: the command, the commit (PURERL_SOURCE_COMMIT when the
+    source was copied out of its checkout, as on a device machine), whether the source had uncommitted
+    changes, the machine, jax's version and the date. A published document's provenance is its manifest
+    entry (`record`)."""
+    import jax
+
+    commit, dirty = os.environ.get("PURERL_SOURCE_COMMIT"), False
+    if commit is None:
+        commit, dirty = git_state()
+    info = machine()
+    where = info.get("accelerator") or f"{info['cpu']} CPU"
+    return {"command": command_line(argv), "commit": commit or "?", "uncommitted_changes": dirty,
+            "machine": f"{where}, {info['cores']} CPU cores", "jax": jax.__version__,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
 def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: float, budget: dict,
            extra: dict | None = None) -> dict:
     """Write the manifest entry of one part of `report` (manifest.json beside it) and return it.

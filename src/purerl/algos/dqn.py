@@ -27,7 +27,7 @@ import optax
 
 from purerl import envs, replay
 from purerl.algos import loop, td
-from purerl.config import ConfigError, Preset, RolloutShape
+from purerl.config import DISCOUNT, MAX_INT32, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, check_bounds
 from purerl.nets import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
@@ -46,8 +46,8 @@ class DQNHyperParams(NamedTuple):
         return loop.as_float_arrays(self)
 
     def validate(self) -> None:
-        loop.check_bounds(self, {"lr": loop.POSITIVE, "gamma": loop.DISCOUNT, "tau": (0.0, 1.0, "in (0, 1]"),
-                                 "epsilon_start": loop.UNIT, "epsilon_finish": loop.UNIT})
+        check_bounds(self, {"lr": POSITIVE, "gamma": DISCOUNT, "tau": (0.0, 1.0, "in (0, 1]"),
+                            "epsilon_start": UNIT, "epsilon_finish": UNIT})
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,10 @@ class DQNConfig(RolloutShape):
     anneal_lr: bool = False
 
     def validate(self) -> None:
-        loop.check_config(self, ("num_envs", "num_steps", "total_timesteps", "buffer_size", "buffer_batch_size",
-                                 "train_interval", "target_update_interval", "epsilon_anneal_time"))
-        if self.learning_starts < 0:
-            raise ConfigError(f"learning-starts must be >= 0, got {self.learning_starts}")
+        self.check(("total_timesteps", "train_interval", "target_update_interval", "epsilon_anneal_time"),
+                   ("num_envs", "num_steps", "buffer_size", "buffer_batch_size"))
+        if not 0 <= self.learning_starts <= MAX_INT32:
+            raise ConfigError(f"learning-starts must be in [0, {MAX_INT32:,}], got {self.learning_starts}")
         for name in ("train_interval", "target_update_interval"):
             if getattr(self, name) % self.num_envs:
                 raise ConfigError(f"{name.replace('_', '-')}={getattr(self, name)} must be a multiple of "

@@ -1,5 +1,5 @@
 """What DQN and PQN share with PPO's contract, written once: the update loop over a preallocated
-metric buffer, and the checks of traced hyperparameters."""
+metric buffer and float32 hyperparameters."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from purerl.config import ConfigError
 
 
 class TrainResult(NamedTuple):
@@ -44,30 +42,3 @@ def record(metrics: dict[str, jax.Array], index: jax.Array, row: dict[str, jax.A
 def as_float_arrays(hp):
     """Traced hyperparameters as float32 arrays (a NamedTuple of the same type)."""
     return type(hp)(*(jnp.asarray(v, jnp.float32) for v in hp))
-
-
-def check_bounds(hp, bounds: dict[str, tuple[float, float, str]]) -> None:
-    """Every value (scalars or grids) of each named field within (low, high]; else a ConfigError quoting `text`."""
-    for name, (low, high, text) in bounds.items():
-        for value in np.ravel(np.asarray(getattr(hp, name), dtype=float)).tolist():
-            if not low < value <= high:
-                raise ConfigError(f"{name} must be {text}, got {value:g}")
-
-
-def check_config(config, positive_ints: tuple[str, ...]) -> None:
-    """The named fields are positive integers; `hidden_sizes` and `activation` describe a network."""
-    from purerl.nets import ACTIVATIONS
-
-    for name in positive_ints:
-        value = getattr(config, name)
-        if not isinstance(value, int) or value <= 0:
-            raise ConfigError(f"{name.replace('_', '-')} must be a positive integer, got {value}")
-    if not config.hidden_sizes or any(h <= 0 for h in config.hidden_sizes):
-        raise ConfigError(f"hidden-sizes must be positive integers, got {config.hidden_sizes}")
-    if config.activation not in ACTIVATIONS:
-        raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{config.activation}'")
-
-
-UNIT = (-1e-9, 1.0, "in [0, 1]")  # a probability or lambda
-POSITIVE = (0.0, np.inf, "> 0")
-DISCOUNT = (0.0, 1.0, "in (0, 1]")

@@ -28,7 +28,7 @@ import optax
 
 from purerl import envs
 from purerl.algos import loop, td
-from purerl.config import ConfigError, Preset, RolloutShape
+from purerl.config import DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, check_bounds
 from purerl.nets import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
@@ -49,9 +49,8 @@ class PQNHyperParams(NamedTuple):
         return loop.as_float_arrays(self)
 
     def validate(self) -> None:
-        loop.check_bounds(self, {"lr": loop.POSITIVE, "gamma": loop.DISCOUNT, "td_lambda": loop.UNIT,
-                                 "epsilon_start": loop.UNIT, "epsilon_finish": loop.UNIT,
-                                 "max_grad_norm": loop.POSITIVE, "reward_scale": loop.POSITIVE})
+        check_bounds(self, {"lr": POSITIVE, "gamma": DISCOUNT, "td_lambda": UNIT, "epsilon_start": UNIT,
+                            "epsilon_finish": UNIT, "max_grad_norm": POSITIVE, "reward_scale": POSITIVE})
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class PQNConfig(RolloutShape):
     anneal_lr: bool = True
 
     def validate(self) -> None:
-        loop.check_config(self, ("num_envs", "num_steps", "total_timesteps", "update_epochs", "num_minibatches"))
+        self.check(("total_timesteps",), ("num_envs", "num_steps", "update_epochs", "num_minibatches"))
         if self.batch_size % self.num_minibatches:
             raise ConfigError(f"batch of {self.num_envs} envs x {self.num_steps} steps = {self.batch_size} "
                               f"is not divisible by num-minibatches={self.num_minibatches}")

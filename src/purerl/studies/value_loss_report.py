@@ -9,12 +9,10 @@ fitness over its last 10 generations: chosen from evolution's own numbers, befor
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import serialization
@@ -71,19 +69,6 @@ def constant_weight_params(meta_params) -> dict:
             "out": {"kernel": jnp.zeros_like(meta_params["out"]["kernel"]), "bias": jnp.full((1,), log_weight)}}
 
 
-def provenance(argv: list[str], wall_s: float) -> dict:
-    """Command, commit (PURERL_SOURCE_COMMIT when the source was copied out of its checkout), machine."""
-    commit = os.environ.get("PURERL_SOURCE_COMMIT")
-    if commit is None:
-        head, dirty = manifest.git_state()
-        commit = f"{head}{' (uncommitted changes)' if dirty else ''}"
-    machine = manifest.machine()
-    where = machine.get("accelerator") or f"{machine['cpu']} CPU"
-    return {"command": manifest.command_line(argv), "commit": commit, "machine": f"{where}, {machine['cores']} CPU cores",
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "wall_s": round(wall_s, 1),
-            "jax": jax.__version__}
-
-
 STAGES = manifest.STUDIES["value_loss"].parts  # each stage is one part of the published document
 MAIN = ("learned", "l2", "clipped_l2")
 
@@ -136,7 +121,7 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
 
     value_loss_plots.loss_figure(chosen, artefacts / "loss.png")
     held, dynamics = previous_stages(report, selected, stages)
-    origin = provenance(argv, 0.0)  # the commit and machine this run started on
+    origin = manifest.run_facts(argv)  # the commit and machine this run started on
     evolution_seeds = sorted(int(e["config"]["es"]["seed"]) for e in evolutions.values())
     es = evolutions[selected]["config"]["es"]
 

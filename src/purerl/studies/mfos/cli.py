@@ -7,10 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
-from purerl import results
+from purerl import provenance, results
 from purerl.config import ConfigError
 from purerl.studies.mfos.markdown import write_report
-from purerl.studies.mfos.report import format_cell, provenance, run_config, write_run
+from purerl.studies.mfos.report import format_cell, run_config, write_run
 from purerl.studies.mfos.runs import run_self_play, run_vs_learner
 from purerl.studies.mfos.settings import (GAME_NAMES, OPPONENTS, PRESETS, SCORING, TRAIN_GAMES, check_pairing,
                                           resolve)
@@ -64,7 +64,7 @@ def run_cli(args) -> int:
     """Run `purerl mfos`; bad input raises ConfigError (one line) before anything compiles."""
     what = getattr(args, "what", "train")
     if what == "report":
-        return _rerender(args.report, getattr(args, "merge", None) or [])
+        return _rerender(args.report, getattr(args, "merge", None) or [], args.argv)
     if args.game == "coin" or args.opponent == "ppo":
         return _run_coin_cli(args, what)
     preset = args.preset or ("small" if what == "table" else "cpu")
@@ -121,7 +121,7 @@ def run_cli(args) -> int:
     return 0
 
 
-def _rerender(report: Path | None, merge: list[Path]) -> int:
+def _rerender(report: Path | None, merge: list[Path], argv: list[str]) -> int:
     """`purerl mfos report --report PATH [--merge T.json ...]`: PATH's markdown again from PATH_STEM/table.json
     (a table run), after adding the games of other table runs of the same settings and seeds."""
     if report is None:
@@ -140,7 +140,7 @@ def _rerender(report: Path | None, merge: list[Path]) -> int:
                     shutil.copyfile(path.parent / plot, data.parent / plot)
     if others:
         results.write_atomic(data, json.dumps(record, indent=2))
-    write_report({**record, "rendered": provenance()}, report)
+    write_report({**record, "rendered": provenance.run_facts(argv)}, report)
     print(f"report: {report} (from {data})")
     return 0
 

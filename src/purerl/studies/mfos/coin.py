@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from purerl.algos.ppo import PPO, RunnerState, Transition
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.config import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, HyperParams, PPOConfig, check_counts
 from purerl.envs.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
@@ -73,10 +73,8 @@ class CoinSettings:
     description: str
 
     def validate(self) -> None:
-        for name in ("num_boards", "meta_episodes", "seeds", "channels"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(f"{name.replace('_', '-')} must be a positive integer, got {value}")
+        check_counts(self, {"num_boards": MAX_DIMENSION, "meta_episodes": MAX_INT32, "seeds": MAX_MEMBERS,
+                            "channels": MAX_DIMENSION})
 
     def replace(self, **changes) -> CoinSettings:
         return dataclasses.replace(self, **changes)

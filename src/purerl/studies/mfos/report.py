@@ -1,9 +1,8 @@
-"""Output of M-FOS runs: plots, a run directory's files, table cells and provenance."""
+"""Output of M-FOS runs: plots, a run directory's files and table cells."""
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 from pathlib import Path
 
@@ -18,20 +17,6 @@ PAPER = {  # the paper's full-scale IPD numbers quoted in the brief (M-FOS, oppo
     ("ipd", "nl"): (-0.48, -2.17),
 }
 POLICY_LABELS = ("start", "CC", "CD", "DC", "DD")
-
-
-def provenance() -> dict:
-    """The command, commit, machine and date of a table's data (table.json); the published document's own
-    provenance is its manifest entry (`purerl.provenance.record`)."""
-    import sys
-
-    from purerl import provenance as manifest
-
-    commit, dirty = manifest.git_state()
-    machine = manifest.machine()
-    return {"command": manifest.command_line(sys.argv[1:]), "commit": (commit or "?")[:7],
-            "uncommitted_changes": dirty, "machine": f"{machine['cpu']}, {machine['cores']} cores",
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def pyplot():

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.config import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, ConfigError, HyperParams, PPOConfig, check_counts
 from purerl.envs import games
 
 
@@ -61,18 +61,14 @@ class Settings:
         return 0.0015 * 1024 / self.meta_episodes
 
     def validate(self) -> None:
-        for name in ("self_play_meta_episodes", "self_play_num_games"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ConfigError(f"{name.replace('_', '-')} must be positive, got {value}")
-        for name in ("num_games", "meta_episodes", "seeds", "mamaml_steps"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(f"{name.replace('_', '-')} must be a positive integer, got {value}")
+        optional = {"self_play_meta_episodes": MAX_INT32, "self_play_num_games": MAX_DIMENSION}
+        check_counts(self, {"num_games": MAX_DIMENSION, "meta_episodes": MAX_INT32, "seeds": MAX_MEMBERS,
+                            "mamaml_steps": MAX_INT32} | {k: v for k, v in optional.items() if getattr(self, k)
+                                                          is not None})
         if self.scoring not in SCORING:
             raise ConfigError(f"unknown scoring '{self.scoring}'; choose from {', '.join(SCORING)}")
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise ConfigError(f"hidden sizes must be positive, got {self.hidden_sizes}")
+        if not self.hidden_sizes or any(not 0 < h <= MAX_DIMENSION for h in self.hidden_sizes):
+            raise ConfigError(f"hidden sizes must be in [1, {MAX_DIMENSION:,}], got {self.hidden_sizes}")
 
     def replace(self, **changes) -> Settings:
         return dataclasses.replace(self, **changes)

@@ -12,7 +12,7 @@ import numpy as np
 from purerl import provenance as manifest
 from purerl.studies.mfos.baselines import run_baselines
 from purerl.studies.mfos.markdown import write_report
-from purerl.studies.mfos.report import format_cell, plot_policies, plot_rewards, provenance, pyplot, save_figure
+from purerl.studies.mfos.report import format_cell, plot_policies, plot_rewards, pyplot, save_figure
 from purerl.studies.mfos.runs import run_self_play, run_vs_learner
 from purerl.studies.mfos.settings import (GAME_NAMES, HYPERPARAMS, META_EPISODE, MFOS_SEAT, OPPONENT_SEAT, OPPONENTS,
                                           Settings, mamaml_init)
@@ -30,7 +30,7 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
     results_dir.mkdir(parents=True, exist_ok=True)
     record = {"preset": preset, "settings": dataclasses.asdict(settings), "seeds": seeds,
               "hyperparams": {k: float(v) for k, v in HYPERPARAMS._asdict().items()},
-              "provenance": provenance(), "games": {}}
+              "provenance": manifest.run_facts(argv or []), "games": {}}
     self_play_settings = settings.for_self_play()
     started = time.perf_counter()
 
