@@ -70,3 +70,20 @@ def test_lpo_drift_depends_on_its_weights():
     d0 = obj.lpo_drift(RR, jnp.log(RR), AA, obj.init_lpo_params(), 0.2)
     d1 = obj.lpo_drift(RR, jnp.log(RR), AA, random_lpo_params(3, 2.0), 0.2)
     assert float(jnp.abs(d1 - d0).max()) > 0.1
+
+
+def test_drift_features_are_numbers_that_tell_ppo_dpo_and_lpo_apart():
+    """`purerl analyze drift`'s numbers: PPO has no rollback and is its own reference; DPO rolls back below r ~ 0.55
+    at A = -1 and charges far less than PPO beyond the clip; a PPO-initialised LPO is PPO to within 1e-4."""
+    from purerl.studies import lpo as study
+
+    maps = {name: study.drift_maps(study.drift_for(name)[1]) for name in ("ppo", "dpo")}
+    references = {name: d for name, (d, _) in maps.items()}
+    ppo = study.describe(*maps["ppo"], references, 0.2)
+    dpo = study.describe(*maps["dpo"], references, 0.2)
+    assert ppo["rollback_fraction"] == 0 and set(ppo["rollback_below_r"].values()) == {None}
+    assert ppo["mean_abs_difference_from_ppo"] == 0 and ppo["optimism_drift_beyond_clip_vs_ppo"] == 1
+    assert 0.5 < dpo["rollback_below_r"]["-1"] < 0.6 and dpo["rollback_fraction"] > 0.3
+    assert dpo["optimism_drift_beyond_clip_vs_ppo"] < 0.5 and dpo["mean_abs_difference_from_dpo"] == 0
+    zero = study.drift_maps(lambda r, a: obj.lpo_drift(r, jnp.log(r), a, obj.init_lpo_params(), 0.2))
+    assert study.describe(*zero, references, 0.2)["max_abs_difference_from_ppo"] < 1.01e-4

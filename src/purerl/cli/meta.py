@@ -115,12 +115,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         sources = ["ppo", "dpo"] + ([args.run_dir] if args.run_dir not in ("ppo", "dpo") else [])
         default_out = Path(args.run_dir) / "analysis" if len(sources) > 2 else Path("runs") / "drift"
         report = lpo.analyze_drift(sources, args.out or default_out)
-        for label, features in report["features"].items():
-            edge = features["rollback_below_r_at_A_minus_1"]
-            print(f"{label:14s} rollback: {'yes, below r = %.2f at A = -1' % edge if edge else 'none'}; "
-                  f"cautious optimism (mean slope/A for A > 0, r > 1.05): {features['optimism_mean_slope_over_A']:.2f}; "
-                  f"max |D - D_ppo| = {features['max_abs_difference_from_ppo']:.2f} at "
-                  f"r = {features['largest_difference_at']['r']:.2f}, A = {features['largest_difference_at']['A']:.2f}")
+        for label, f in report["features"].items():
+            edges = ", ".join(f"A = {a}: r < {r:.2f}" for a, r in f["rollback_below_r"].items() if r is not None)
+            print(f"{label:14s} rollback: {edges or 'none'}; cautious optimism: drift {f['optimism_mean_drift_inside_clip']:.4f} "
+                  f"inside the clip (PPO 0), {f['optimism_drift_beyond_clip_vs_ppo']:.2f}x PPO's beyond it; "
+                  f"|D - D_ppo| mean {f['mean_abs_difference_from_ppo']:.3f} max {f['max_abs_difference_from_ppo']:.2f}; "
+                  f"|D - D_dpo| mean {f['mean_abs_difference_from_dpo']:.3f} max {f['max_abs_difference_from_dpo']:.2f}")
         print(f"plot: {report['plot']}")
         return 0
     from purerl.studies import value_loss_report

@@ -89,28 +89,38 @@ def drift_maps(drift) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(d), np.asarray(aa - grad_d)
 
 
-def describe(d: np.ndarray, slope: np.ndarray, d_ppo: np.ndarray) -> dict:
-    """Named features of a drift (see the paper, Section 5)."""
-    r = np.asarray(RATIOS)[None, :]
-    a = np.asarray(ADVANTAGES)[:, None]
+def describe(d: np.ndarray, slope: np.ndarray, references: dict[str, np.ndarray], clip_eps: float) -> dict:
+    """Named features of a drift (the paper's Section 5) as numbers, and its distance from reference drifts.
+
+    rollback: with A < 0, PPO's objective is flat (slope 0) once r < 1 - eps; a drift that rolls back makes it
+    rise again as r falls (dObjective/dr > 0), pushing r back towards 1. cautious optimism: with A > 0, how much
+    the drift already charges for r > 1 inside PPO's clip range (where PPO charges nothing) and beyond it,
+    relative to PPO's charge there.
+    """
+    r = np.broadcast_to(np.asarray(RATIOS)[None, :], d.shape)
+    a = np.broadcast_to(np.asarray(ADVANTAGES)[:, None], d.shape)
     negative_low = (a < 0) & (r < 0.95)
     positive_high = (a > 0) & (r > 1.05)
-    i, j = np.unravel_index(np.argmax(np.abs(d - d_ppo)), d.shape)
-    return {
-        # rollback: with A < 0, the objective pushes r back up below some r < 1 (PPO's slope is never > 0)
+    inside_clip = (a > 0) & (r > 1.0) & (r <= 1.0 + clip_eps)
+    beyond_clip = (a > 0) & (r > 1.0 + clip_eps)
+    features = {
         "rollback_fraction": float(np.mean(slope[negative_low] > 1e-6)),
-        "rollback_below_r_at_A_minus_1": _rollback_edge(slope, r[0], a[:, 0]),
-        # cautious optimism: with A > 0 and r > 1, the objective keeps a positive but shrinking slope
-        "optimism_mean_slope_over_A": float(np.mean(slope[positive_high] / np.broadcast_to(a, d.shape)[positive_high])),
-        "max_abs_difference_from_ppo": float(np.abs(d - d_ppo).max()),
-        "largest_difference_at": {"r": float(r[0, j]), "A": float(a[i, 0])},
-        "mean_abs_difference_from_ppo": float(np.mean(np.abs(d - d_ppo))),
+        "rollback_below_r": {f"{edge_a:g}": _rollback_edge(slope, r[0], a[:, 0], edge_a) for edge_a in (-2.0, -1.0, -0.5)},
+        "optimism_mean_slope_over_A": float(np.mean(slope[positive_high] / a[positive_high])),
+        "optimism_mean_drift_inside_clip": float(np.mean(d[inside_clip])),
+        "optimism_drift_beyond_clip_vs_ppo": float(np.mean(d[beyond_clip]) / np.mean(references["ppo"][beyond_clip])),
     }
+    for name, ref in references.items():
+        i, j = np.unravel_index(np.argmax(np.abs(d - ref)), d.shape)
+        features[f"mean_abs_difference_from_{name}"] = float(np.mean(np.abs(d - ref)))
+        features[f"max_abs_difference_from_{name}"] = float(np.abs(d - ref).max())
+        features[f"largest_difference_from_{name}_at"] = {"r": float(r[i, j]), "A": float(a[i, j])}
+    return features
 
 
-def _rollback_edge(slope: np.ndarray, r: np.ndarray, a: np.ndarray) -> float | None:
-    """At A = -1, the largest r < 1 below which the objective pushes r back up (None if nowhere)."""
-    row = slope[np.argmin(np.abs(a + 1.0))]
+def _rollback_edge(slope: np.ndarray, r: np.ndarray, a: np.ndarray, at_a: float) -> float | None:
+    """At A = at_a, the largest r < 1 below which the objective pushes r back up (None if nowhere)."""
+    row = slope[np.argmin(np.abs(a - at_a))]
     rolling_back = (r < 1.0) & (row > 1e-6)
     return float(r[rolling_back].max()) if rolling_back.any() else None
 
@@ -129,15 +139,14 @@ def analyze_drift(sources: list[str], out_dir: Path) -> dict:
             raise ConfigError(f"drift '{source}' is neither ppo, dpo nor an existing path")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _, ppo = drift_for("ppo")
-    d_ppo, _ = drift_maps(ppo)
+    references = {name: drift_maps(drift_for(name)[1])[0] for name in ("ppo", "dpo")}
     report = {}
     fig, axes = plt.subplots(len(sources), 2, figsize=(10, 3.6 * len(sources)), squeeze=False)
     extent = [float(RATIOS[0]), float(RATIOS[-1]), float(ADVANTAGES[0]), float(ADVANTAGES[-1])]
     for row, source in enumerate(sources):
         label, drift = drift_for(source)
         d, slope = drift_maps(drift)
-        report[label] = describe(d, slope, d_ppo)
+        report[label] = describe(d, slope, references, HyperParams().clip_eps)
         # Shared colour scales (D in [0, 2], slope in [-2, 2]); log r makes DPO's slope explode near r = 0.
         panels = ((d, f"{label}: drift D(r, A)", "magma", (0.0, 2.0)),
                   (slope, f"{label}: dObjective/dr", "coolwarm", (-2.0, 2.0)))
