@@ -1,5 +1,6 @@
 """Cheap talk: the adversary only appends a bounded, state-determined message; populations train in one program."""
 
+import json
 import math
 
 import jax
@@ -46,3 +47,61 @@ def test_anti_and_pro_fitness_are_opposite_signs_of_the_victims_mean_return():
     a = jax.jit(anti.fitness)(key, anti.template)
     p = jax.jit(pro.fitness)(key, pro.template)
     assert float(a) == pytest.approx(-float(p)) and float(p) > 0
+
+
+def test_silent_training_messages_are_zeros_and_random_ones_are_not():
+    talk = CheapTalk()
+    silent = act.training_messages(talk, "silent", 0, "CartPole-v1")
+    noisy = act.training_messages(talk, "random", 0, "CartPole-v1")
+    obs = jnp.array([0.1, -0.2, 0.03, 0.4])
+    assert np.all(np.asarray(talk.messages(silent, obs)) == 0)
+    assert np.any(np.asarray(talk.messages(noisy, obs)) != 0)
+
+
+def test_evolved_runs_are_found_per_prefix_and_es_seed_without_confusing_prefixes(tmp_path):
+    from purerl.studies import act_cli
+
+    for name in ("test-time-es1", "test-time-es0", "test-time-exploiter-es0", "test-time-exploiter-silent-es0",
+                 "test-time-exploiter-silent-es2", "anti-es0"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / act_cli.MEAN_PARAMS).write_bytes(b"")
+    (tmp_path / "test-time-es3").mkdir()  # an unfinished run (no parameters) is not evaluated
+    found = [(prefix, kind, run_dir.name) for prefix, kind, _, run_dir in act_cli.evolved_runs(tmp_path, "test-time")]
+    assert found == [("test-time", "evolved", "test-time-es0"), ("test-time", "evolved", "test-time-es1"),
+                     ("test-time-exploiter", "random", "test-time-exploiter-es0"),
+                     ("test-time-exploiter-silent", "silent", "test-time-exploiter-silent-es0"),
+                     ("test-time-exploiter-silent", "silent", "test-time-exploiter-silent-es2")]
+    assert [label for *_, label, _ in act_cli.evolved_runs(tmp_path, "train-time")] == ["anti (evolved), ES seed 0"]
+    es = dict(strategy="open_es", population_size=32, generations=2, rollouts=2, lr=0.03, lr_final=0.003, std=0.1,
+              std_final=0.03, fitness_shaping="z_score")
+    (tmp_path / "anti-es0" / "config.json").write_text(json.dumps({"es": es}))
+    (tmp_path / "anti-es0" / "generations.csv").write_text("generation,mean,seconds\n0,1.0,12.5\n1,2.0,10.0\n")
+    only = tmp_path / "only"
+    only.mkdir()
+    (tmp_path / "anti-es0").rename(only / "anti-es0")
+    assert act_cli._es_budget(only)[-2] == ("- `anti-es0`: open_es, population 32 x 2 generations x 2 victims per "
+                                            "candidate, lr 0.03 to 0.003, std 0.1 to 0.03, z_score fitness; 22 s")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_act_cli_runs_one_folder_per_es_seed_and_reports_every_run_and_baseline(tmp_path):
+    """Tiny budgets: two anti ES seeds and the three test-time runs, evaluated from their folders into one report."""
+    from purerl.cli import main
+
+    tiny = ["--population-size", "2", "--generations", "1", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
+    for seed in ("0", "1"):
+        assert main(["act", "train-time", "--mode", "anti", "--seed", seed, *tiny]) == 0
+    base = tmp_path / "runs" / "CartPole-v1"
+    assert sorted(p.name for p in base.glob("anti*")) == ["anti-es0", "anti-es1"]
+    report = tmp_path / "act.md"
+    assert main(["act", "train-time", "--from-params", str(base), "--report", str(report), *tiny]) == 0
+    assert main(["act", "test-time", "--report", str(report), *tiny]) == 0
+    text = report.read_text()
+    for row in ("anti (evolved), ES seed 0", "anti (evolved), ES seed 1", "random adversary", "no messages",
+                "joint (evolved messages + exploiter), ES seed 0", "exploiter vs random-message victim, ES seed 0",
+                "exploiter vs silent-channel victim, ES seed 0", "random shaper"):
+        assert f"| {row} |" in text, row
+    assert "Train-time shaping" in text
+    kept = sorted(p.name for p in (tmp_path / "act" / "params").iterdir())
+    assert kept == ["anti-es0", "anti-es1", "test-time-es0", "test-time-exploiter-es0", "test-time-exploiter-silent-es0"]

@@ -77,9 +77,12 @@ STUDIES = {s.name: s for s in (
     Study("mfos_coin", "mfos_coin.md", TRAINING + _MFOS, ("coin",), (
         "purerl mfos --game coin --preset cpu --out {runs}/mfos-coin --report docs/results/mfos_coin.md",
     )),
-    Study("act", "act.md", TRAINING + EVOLUTION + ("envs/cheap_talk.py", "studies/act.py"), ("train-time", "test-time"), (
-        "purerl act train-time --mode anti --runs-dir {runs}/act --no-progress",
-        "purerl act train-time --mode pro --runs-dir {runs}/act --report docs/results/act.md --no-progress",
+    # Two ES seeds per train-time mode; each report command evaluates every run present under --runs-dir.
+    Study("act", "act.md", TRAINING + EVOLUTION + ("envs/cheap_talk.py", "studies/act*.py"), ("train-time", "test-time"), (
+        *(f"purerl act train-time --mode {mode} --seed {seed} --runs-dir {{runs}}/act --no-progress"
+          for mode in ("anti", "pro") for seed in (0, 1)),
+        "purerl act train-time --from-params {runs}/act/CartPole-v1 --runs-dir {runs}/act "
+        "--report docs/results/act.md --no-progress",
         "purerl act test-time --runs-dir {runs}/act --report docs/results/act.md --no-progress",
     )),
 )}

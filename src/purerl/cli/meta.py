@@ -150,6 +150,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_act(args: argparse.Namespace) -> int:
-    from purerl.studies import act
+    from purerl.studies import act_cli
 
-    return act.run_cli(args)
+    return act_cli.run_cli(args)
