@@ -46,14 +46,18 @@ class ChunkLogger:
                  steps_per_update: int, config: dict):
         self.labels, self.groups, self.steps_per_update = labels, groups, steps_per_update
         self.series = [_member_series(label) for label in labels]  # (setting, "seed=N") per member
-        self.backends = [_BACKENDS[kind](Path(out), config) for kind in kinds]
-        # One background thread writes while the next chunk computes (XLA releases the GIL), in chunk order.
-        self.worker = ThreadPoolExecutor(max_workers=1) if self.backends else None
-        self.pending = None
+        self.kinds, self.backends = kinds, []
+        # One background thread opens the backends (W&B starts a service: seconds, overlapped with the compile),
+        # then writes each chunk while the next one computes (XLA releases the GIL), in chunk order.
+        self.worker = ThreadPoolExecutor(max_workers=1) if kinds else None
+        self.pending = self.worker.submit(self._open, Path(out), config) if kinds else None
+
+    def _open(self, out: Path, config: dict) -> None:
+        self.backends = [_BACKENDS[kind](out, config) for kind in self.kinds]
 
     def write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
         """`metrics[name]` is [members, updates] (host arrays) for updates start, start+1, ... of this chunk."""
-        if not self.backends:
+        if not self.kinds:
             return
         if self.pending is not None:
             self.pending.result()  # the previous chunk is out, and its errors surface here
