@@ -139,13 +139,15 @@ def analyze_drift(sources: list[str], out_dir: Path) -> dict:
             raise ConfigError(f"drift '{source}' is neither ppo, dpo nor an existing path")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    references = {name: drift_maps(drift_for(name)[1])[0] for name in ("ppo", "dpo")}
+    labelled = {source: drift_for(source) for source in dict.fromkeys(["ppo", "dpo", *sources])}
+    maps = {source: drift_maps(drift) for source, (_, drift) in labelled.items()}  # each grid computed once
+    references = {name: maps[name][0] for name in ("ppo", "dpo")}
     report = {}
     fig, axes = plt.subplots(len(sources), 2, figsize=(10, 3.6 * len(sources)), squeeze=False)
     extent = [float(RATIOS[0]), float(RATIOS[-1]), float(ADVANTAGES[0]), float(ADVANTAGES[-1])]
     for row, source in enumerate(sources):
-        label, drift = drift_for(source)
-        d, slope = drift_maps(drift)
+        label = labelled[source][0]
+        d, slope = maps[source]
         report[label] = describe(d, slope, references, HyperParams().clip_eps)
         # Shared colour scales (D in [0, 2], slope in [-2, 2]); log r makes DPO's slope explode near r = 0.
         panels = ((d, f"{label}: drift D(r, A)", "magma", (0.0, 2.0)),
