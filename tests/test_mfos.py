@@ -13,7 +13,7 @@ import pytest
 
 from purerl.config import ConfigError
 from purerl.envs import games
-from purerl.studies.mfos import analysis, baselines, meta_game, report, runs, self_play, settings
+from purerl.studies.mfos import analysis, baselines, meta_game, report, runs, self_play, settings, table
 from purerl.studies.mfos import cli as mfos_cli
 
 GAMMA = 0.96
@@ -379,3 +379,29 @@ def test_table_self_play_has_its_own_budget():
     assert self_play_budget.meta_episodes == small.self_play_meta_episodes
     assert self_play_budget.num_games == (small.self_play_num_games or small.num_games)
     assert settings.PRESETS["cpu"].for_self_play() == settings.PRESETS["cpu"]
+
+
+def test_table_commits_its_agents_and_evaluate_replays_them_exactly(tmp_path, capsys):
+    """The table saves the M-FOS agents it trained against NL; `evaluate` replays them without training and
+    reproduces every number of the table's analysis; a changed agent is reported as a difference (exit 1)."""
+    report_path = tmp_path / "mfos.md"
+    record = table.run_table(TINY, [0, 1], report_path, ("ipd",), "tiny", argv=None, log=lambda *_: None)
+    agents = runs.agents_path(tmp_path / "mfos", "ipd", "nl")
+    assert agents.stat().st_size > 0 and "ipd-vs-nl.msgpack" in report_path.read_text()
+    assert mfos_cli.run_cli(_parse("evaluate", "--report", str(report_path))) == 0
+    assert "the committed agents reproduce the table" in capsys.readouterr().out
+    again = runs.replay_table_agents(record, tmp_path / "mfos", "ipd")
+    assert runs.largest_difference({"analysis": record["games"]["ipd"]["analysis_vs_nl"],
+                                    "analysis_greedy": record["games"]["ipd"]["analysis_vs_nl_greedy"]}, again) == 0
+    params = runs.load_agents(agents)
+    runs.save_agents(agents, jax.tree.map(lambda x: x * 0.5, params))
+    assert mfos_cli.run_cli(_parse("evaluate", "--report", str(report_path))) == 1
+
+
+def test_evaluate_without_committed_agents_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="no table data"):
+        mfos_cli.run_cli(_parse("evaluate", "--report", str(tmp_path / "mfos.md")))
+    (tmp_path / "mfos").mkdir()
+    (tmp_path / "mfos" / "table.json").write_text(json.dumps({"games": {"ipd": {}}, "settings": {}, "seeds": [0]}))
+    with pytest.raises(ConfigError, match="no committed M-FOS agents"):
+        mfos_cli.run_cli(_parse("evaluate", "--report", str(tmp_path / "mfos.md")))

@@ -11,7 +11,8 @@ from purerl import provenance, results
 from purerl.config import ConfigError
 from purerl.studies.mfos.markdown import write_report
 from purerl.studies.mfos.report import format_cell, run_config, write_run
-from purerl.studies.mfos.runs import run_self_play, run_vs_learner
+from purerl.studies.mfos.runs import (agents_path, largest_difference, replay_table_agents, run_self_play,
+                                      run_vs_learner)
 from purerl.studies.mfos.settings import (GAME_NAMES, OPPONENTS, PRESETS, SCORING, TRAIN_GAMES, check_pairing,
                                           resolve)
 from purerl.studies.mfos.table import run_table
@@ -22,9 +23,10 @@ def add_arguments(subparsers) -> None:
     parser = subparsers.add_parser(
         "mfos", help="model-free opponent shaping in iterated matrix games",
         description="Train M-FOS against a learner (train, the default) or run every pairing (table).")
-    parser.add_argument("what", nargs="?", choices=["train", "table", "report"], default="train",
+    parser.add_argument("what", nargs="?", choices=["train", "table", "report", "evaluate"], default="train",
                         help="train (default); table: every pairing; report: rewrite --report's markdown from the "
-                             "table.json beside it, without training")
+                             "table.json beside it, without training; evaluate: replay the M-FOS agents a table "
+                             "committed (REPORT_STEM/params/) and check its numbers against fresh NLs")
     parser.add_argument("--game", choices=TRAIN_GAMES + ("coin",),
                         help="train: ipd (default), imp, chicken (one-shot, as the authors play it), "
                              "chicken_repeated (memory-one, gamma 0.96; not in the paper), or coin (the coin game "
@@ -65,6 +67,8 @@ def run_cli(args) -> int:
     what = getattr(args, "what", "train")
     if what == "report":
         return _rerender(args.report, getattr(args, "merge", None) or [], args.argv)
+    if what == "evaluate":
+        return _evaluate(args.report, args.game)
     if args.game == "coin" or args.opponent == "ppo":
         return _run_coin_cli(args, what)
     preset = args.preset or ("small" if what == "table" else "cpu")
@@ -143,6 +147,33 @@ def _rerender(report: Path | None, merge: list[Path], argv: list[str]) -> int:
     write_report({**record, "rendered": provenance.run_facts(argv)}, report)
     print(f"report: {report} (from {data})")
     return 0
+
+
+def _evaluate(report: Path | None, game: str | None) -> int:
+    """`purerl mfos evaluate --report PATH [--game G]`: the table's M-FOS agents against NL, replayed from
+    PATH_STEM/params/ without training; exit 1 if any number differs from PATH_STEM/table.json (exact on
+    the machine kind that made it, float rounding elsewhere: the manifest names that machine)."""
+    if report is None:
+        raise ConfigError("evaluate needs --report PATH, a table report with its PATH_STEM/table.json")
+    data = report.parent / report.stem / "table.json"
+    record = _read_table(data, f"run `purerl mfos table --report {report}` first")
+    chosen = [game] if game else list(record["games"])
+    missing = [str(agents_path(data.parent, g, "nl")) for g in chosen
+               if g not in record["games"] or not agents_path(data.parent, g, "nl").is_file()]
+    if missing:
+        raise ConfigError(f"no committed M-FOS agents at {', '.join(missing)}; rerun the table to save them")
+    worst = 0.0
+    for g in chosen:
+        again = replay_table_agents(record, data.parent, g)
+        published = {"analysis": record["games"][g]["analysis_vs_nl"],
+                     "analysis_greedy": record["games"][g]["analysis_vs_nl_greedy"]}
+        difference = largest_difference(published, again)
+        worst = max(worst, difference)
+        late = again["analysis"]["late_rewards"]
+        print(f"{g}: M-FOS {late['mfos']:+.3f}, NL {late['opponent']:+.3f} per late step against fresh NLs; "
+              f"largest difference from the table {difference:.2g}")
+    print("the committed agents reproduce the table" if worst <= 1e-6 else "the replay differs from the table")
+    return 0 if worst <= 1e-6 else 1
 
 
 def _read_table(path: Path, hint: str) -> dict:

@@ -93,6 +93,11 @@ def write_report(record: dict, report: Path) -> None:
             lines += ["", f"![M-FOS training curves]({report.stem}/{game}_rewards.png)", ""]
             lines += analysis_lines(game, entry["analysis_vs_nl"], entry.get("analysis_vs_nl_greedy"),
                                     f"{report.stem}/{game}_nl_policies.png")
+            agents = f"{report.stem}/params/{game}-vs-nl.msgpack"
+            if (report.parent / agents).is_file():
+                lines += [f"These M-FOS agents (every seed) are committed in [{agents}]({agents}); "
+                          f"`purerl mfos evaluate --report {report}` replays them against the same fresh NLs and "
+                          "checks every number in this section.", ""]
         lines.append("")
     lines += ["## Deliberate differences from the authors' code", ""] + [f"- {d}" for d in DIFFERENCES] + [""]
     report.parent.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,7 @@ def save_figure(fig, path: Path) -> None:
 
 
 def _jsonable(result: dict) -> dict:
-    drop = ("rewards", "opponent_rewards", "vs_nl", "trajectory", "ppo_metrics")
+    drop = ("rewards", "opponent_rewards", "vs_nl", "trajectory", "ppo_metrics", "params")
     return {k: v for k, v in result.items() if k not in drop}
 
 

@@ -3,7 +3,9 @@ summarised per seed."""
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -80,30 +82,79 @@ def run_vs_learner(game: str, opponent: str, settings: Settings, seeds: list[int
     if finished is None:
         return None
     run, timing = finished
-    keys = seed_keys(seeds)
     rewards = run.log.astype(float)  # [seeds, episodes, 2]
     window = final_window(settings.meta_episodes)
     final = rewards[:, -window:].mean(axis=1)
-
-    eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 2_000_003))(keys)
-    analyses, pooled = {}, {}
-    play = jax.jit(jax.vmap(lambda p, k, greedy: play_meta_episode(ppo, p, k, settings.num_games, greedy),
-                            in_axes=(0, 0, None)))
-    for mode in ("sampled", "greedy"):
-        trajectory = play(run.state.params, eval_keys, mode == "greedy")
-        by_seed = [Trajectory(*(np.asarray(x)[i] for x in trajectory)) for i in range(len(seeds))]
-        pooled[mode] = Trajectory(*(np.concatenate(list(np.asarray(x)), axis=1) for x in trajectory))  # seeds x games
-        analyses[mode] = {**extortion_analysis(pooled[mode], game),
-                          "by_seed": [extortion_analysis(one, game) for one in by_seed]}
+    analyses = analyse_agents(ppo, run.state.params, seeds, settings.num_games, game)
     return {
         "game": game, "opponent": opponent, "seeds": seeds, "final_window": window,
         "final": summaries(final, ("mfos", "opponent")), "final_by_seed": final.tolist(),
-        "rewards": rewards, "analysis": analyses["sampled"], "analysis_greedy": analyses["greedy"],
-        "trajectory": pooled["sampled"],
+        "rewards": rewards, **analyses, "params": run.state.params,
         "ppo_metrics": dict(run.state.metrics),  # [seeds, meta-episodes]
         "compile_s": timing["compile_s"], "run_s": timing["run_s"], "resumed_from_meta_episode": timing["first"],
         "mamaml_init": None if logits is None else np.asarray(logits).tolist(),
     }
+
+
+def analyse_agents(ppo, params, seeds: list[int], num_games: int, game: str) -> dict:
+    """Trained M-FOS agents (`params` stacked over `seeds`) each play one meta-episode against fresh
+    opponents, sampled and greedy, and `extortion_analysis` reads their late policies. Training and
+    `purerl mfos evaluate` (committed parameters) both call this with the same keys, so they agree exactly."""
+    eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 2_000_003))(seed_keys(seeds))
+    play = jax.jit(jax.vmap(lambda p, k, greedy: play_meta_episode(ppo, p, k, num_games, greedy),
+                            in_axes=(0, 0, None)))
+    found = {}
+    for name, greedy in (("analysis", False), ("analysis_greedy", True)):
+        trajectory = play(params, eval_keys, greedy)
+        by_seed = [Trajectory(*(np.asarray(x)[i] for x in trajectory)) for i in range(len(seeds))]
+        pooled = Trajectory(*(np.concatenate(list(np.asarray(x)), axis=1) for x in trajectory))  # seeds x games
+        found[name] = {**extortion_analysis(pooled, game), "by_seed": [extortion_analysis(one, game) for one in by_seed]}
+        if not greedy:
+            found["trajectory"] = pooled
+    return found
+
+
+def agents_path(results_dir: Path, game: str, opponent: str) -> Path:
+    """Where a table commits the M-FOS agents it trained against `opponent` (all seeds, one msgpack)."""
+    return results_dir / "params" / f"{game}-vs-{opponent}.msgpack"
+
+
+def save_agents(path: Path, params) -> None:
+    from flax import serialization
+
+    from purerl import results
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    results.write_atomic(path, serialization.to_bytes(jax.tree.map(np.asarray, params)))
+
+
+def load_agents(path: Path):
+    """The agents `save_agents` wrote, as nested dicts of arrays (a flax params tree; no template needed)."""
+    from flax import serialization
+
+    return serialization.msgpack_restore(path.read_bytes())
+
+
+def replay_table_agents(record: dict, results_dir: Path, game: str) -> dict:
+    """A table's committed agents against NL in `game` (`results_dir`/params/), replayed as the table did
+    after training: {"analysis": ..., "analysis_greedy": ...}, as table.json's analysis_vs_nl(_greedy)."""
+    settings = Settings(**{**record["settings"], "hidden_sizes": tuple(record["settings"]["hidden_sizes"])})
+    ppo = make_mfos_train(game, "nl", settings)[0]
+    found = analyse_agents(ppo, load_agents(agents_path(results_dir, game, "nl")), record["seeds"],
+                           settings.num_games, game)
+    found.pop("trajectory")
+    return found
+
+
+def largest_difference(published, again) -> float:
+    """The largest absolute difference between the numbers of two JSON trees (inf if their shapes differ;
+    a flipped verdict counts 1). Tuples and lists are the same, as in table.json."""
+    published, again = (json.loads(json.dumps(x)) for x in (published, again))
+    if jax.tree.structure(published) != jax.tree.structure(again):
+        return float("inf")
+    a, b = (np.asarray(jax.tree.leaves(x), float) for x in (published, again))
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    return float(np.max(np.where(same, 0.0, np.abs(a - b)), initial=0.0))
 
 
 def run_self_play(game: str, settings: Settings, seeds: list[int], decay: float | None = None,

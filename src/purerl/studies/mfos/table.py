@@ -13,7 +13,7 @@ from purerl import provenance as manifest
 from purerl.studies.mfos.baselines import run_baselines
 from purerl.studies.mfos.markdown import write_report
 from purerl.studies.mfos.report import format_cell, plot_policies, plot_rewards, pyplot, save_figure
-from purerl.studies.mfos.runs import run_self_play, run_vs_learner
+from purerl.studies.mfos.runs import agents_path, run_self_play, run_vs_learner, save_agents
 from purerl.studies.mfos.settings import (GAME_NAMES, HYPERPARAMS, META_EPISODE, MFOS_SEAT, OPPONENT_SEAT, OPPONENTS,
                                           Settings, mamaml_init)
 
@@ -21,9 +21,10 @@ from purerl.studies.mfos.settings import (GAME_NAMES, HYPERPARAMS, META_EPISODE,
 def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[str, ...] = GAME_NAMES,
               preset: str = "small", argv: list[str] | None = None, log=print) -> dict:
     """Every pairing in every game: plain learners against each other, M-FOS against each learner, and
-    M-FOS self-play. Writes REPORT (markdown) and, next to it, REPORT_STEM/ (table.json and plots), again
-    after every row, so a table stopped early keeps the rows it finished. Each finished game is one part
-    of REPORT in the results manifest (`purerl.provenance`), recorded from `argv`."""
+    M-FOS self-play. Writes REPORT (markdown) and, next to it, REPORT_STEM/ (table.json, plots, and in
+    params/ the M-FOS agents trained against NL, which `purerl mfos evaluate` re-evaluates), again after
+    every row, so a table stopped early keeps the rows it finished. Each finished game is one part of
+    REPORT in the results manifest (`purerl.provenance`), recorded from `argv`."""
     from purerl import results
 
     results_dir = report.parent / report.stem
@@ -62,6 +63,7 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
             log(f"{game} {label:18s} {format_cell(final['shaper'])}  {format_cell(final['opponent'])}"
                 f"  ({result['compile_s']:.0f} s compile, {result['run_s']:.0f} s)")
             if opponent == "nl":
+                save_agents(agents_path(results_dir, game, opponent), result["params"])
                 entry.update(analysis_vs_nl=result["analysis"], analysis_vs_nl_greedy=result["analysis_greedy"])
                 plot_policies(result["trajectory"], results_dir / f"{game}_nl_policies.png",
                               f"{game.upper()}: trained M-FOS vs a fresh NL")
