@@ -9,7 +9,8 @@ import pytest
 from purerl import provenance
 from purerl.cli import main
 
-ACT = Path(__file__).resolve().parents[1] / "docs" / "results" / "act"
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+ACT = RESULTS / "act"
 
 
 def test_act_from_params_without_parameters_is_one_line_and_exit_2(tmp_path, capsys):
@@ -31,3 +32,22 @@ def test_act_train_time_table_is_reproduced_from_the_committed_adversaries(tmp_p
     same_kind = made_on == provenance.machine()["cpu"]
     for label, s in published.items():  # exact on the same kind of machine; float rounding elsewhere
         np.testing.assert_allclose(again[label]["values"], s["values"], rtol=0 if same_kind else 0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_mfos_analysis_is_reproduced_from_the_committed_agents():
+    """The M-FOS agents the table trained against NL, replayed against the same fresh NLs, give the table's
+    analysis exactly on the kind of machine that made it (float rounding elsewhere)."""
+    from purerl.studies.mfos.runs import largest_difference, replay_table_agents
+
+    record = json.loads((RESULTS / "mfos" / "table.json").read_text())
+    machine = provenance.read_manifest(RESULTS)["mfos.md"]["parts"]["ipd"]["machine"]["cpu"]
+    for game, entry in record["games"].items():
+        again = replay_table_agents(record, RESULTS / "mfos", game)
+        published = {"analysis": entry["analysis_vs_nl"], "analysis_greedy": entry["analysis_vs_nl_greedy"]}
+        late = published["analysis"]["late_rewards"]
+        np.testing.assert_allclose([again["analysis"]["late_rewards"][k] for k in late], list(late.values()),
+                                   atol=0 if machine == provenance.machine()["cpu"] else 0.05)
+        if machine == provenance.machine()["cpu"]:
+            assert largest_difference(published, again) == 0, game

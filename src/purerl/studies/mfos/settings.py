@@ -86,8 +86,8 @@ PRESETS: dict[str, Settings] = {
     "cpu": Settings(128, 200, (64, 64), 4, "2-core CPU, one pairing: 128 games x 200 meta-episodes, 64-64 tanh, "
                     "4 seeds (2 min vs NL, 4 min self-play)"),
     "small": Settings(32, 100, (64, 64), 10, "2-core CPU, the whole table: 32 games x 100 meta-episodes (meta "
-                      "self-play 128 games x 200), 64-64 tanh, 10 seeds (each self-play row about 25 min)",
-                      self_play_meta_episodes=200, self_play_num_games=128),
+                      "self-play 128 games x 400), 64-64 tanh, 10 seeds (each self-play row about 25 min)",
+                      self_play_meta_episodes=400, self_play_num_games=128),
     "tiny": Settings(8, 4, (16,), 2, "smoke test: 8 games x 4 meta-episodes", mamaml_steps=5),
 }
 
