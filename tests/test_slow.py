@@ -62,14 +62,14 @@ def test_value_loss_cpu_preset_improves_fitness(tmp_path):
 
 
 def test_lpo_cpu_preset_starts_at_ppo_and_does_not_collapse(tmp_path):
-    """`purerl evolve lpo` (CPU preset): generation 0 is PPO (zero drift net), and fitness stays there or above."""
+    """`purerl evolve lpo` (CPU preset, 12 of its 300 generations): generation 0 is PPO (zero drift net), and fitness stays there or above."""
     from purerl import evolve
     from purerl.algos.ppo import make_train
     from purerl.studies import lpo
 
-    task, config = lpo.make_task("cpu"), lpo.es_config("cpu")
+    task, config = lpo.make_task("cpu"), lpo.es_config("cpu", generations=12)
     log = evolve.run(evolve.Evolution(task, config), tmp_path, evolve.config_json(task, config), progress=False)
-    ppo_config, hp = lpo.inner_setup("Breakout-MinAtar", lpo.PRESETS["cpu"]["config"])
+    ppo_config, hp = lpo.inner_setup(lpo.PRESETS["cpu"]["env"], lpo.PRESETS["cpu"]["config"])
     keys = jax.random.split(jax.random.PRNGKey(1), 8)
     ppo = jax.jit(jax.vmap(make_train(ppo_config), in_axes=(0, None)))(keys, hp.as_arrays())
     ppo_final = final_returns(np.asarray(ppo.metrics["episode_return"]).T)
