@@ -1,5 +1,6 @@
 """The ES loop: maximise convention, strategies, NaN robustness, chunking, resume after SIGKILL."""
 
+import json
 import os
 import signal
 import subprocess
@@ -122,6 +123,10 @@ def test_sigkill_mid_run_then_resume_gives_exactly_the_uninterrupted_es_mean(tmp
     assert any(float(row.split(",")[3]) > 0 for row in rows[1:])  # fitness varied within generations
     strip_seconds = lambda lines: [line.rsplit(",", 1)[0] for line in lines]  # noqa: E731
     assert strip_seconds(rows) == strip_seconds((full / evolve.GENERATIONS_CSV).read_text().strip().splitlines())
+    # One record per session that ended: the SIGKILLed one could not write its own.
+    sessions = {run: json.loads((run / "provenance.json").read_text()) for run in (full, cut)}
+    assert [[s["command"].endswith("--resume") for s in record] for record in sessions.values()] == [[False], [True]]
+    assert all(s["commit"] and s["machine"] for record in sessions.values() for s in record)
 
 
 def test_evolve_cli_refuses_a_different_run_in_the_same_directory(tmp_path, capsys):

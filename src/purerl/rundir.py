@@ -26,10 +26,11 @@ from purerl.config import ConfigError
 MARKER = ".purerl-run"
 CONFIG = "config.json"
 CHECKPOINT = "checkpoint"
+PROVENANCE = "provenance.json"
 # Everything purerl writes at the top of a run directory; anything else is the user's.
 OWN_ENTRIES = (
     MARKER, CONFIG, CHECKPOINT, "metrics.csv", "summary.json", "curves.png", "eval.json", "*.gif",
-    "generations.csv", "fitness.png", "best_meta_params.msgpack", "mean_meta_params.msgpack", "analysis",
+    "generations.csv", "fitness.png", PROVENANCE, "best_meta_params.msgpack", "mean_meta_params.msgpack", "analysis",
     "report", "rewards.png", "policies.png", "learning.png", "mfos.md", "mfos", "table.json", "tensorboard", "wandb",
     ".*.tmp", ".*.tmp.png",
 )
@@ -99,6 +100,18 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
             raise ConfigError(f"refusing to overwrite {out}: it holds files purerl did not write ({', '.join(foreign[:3])})")
     check_writable(out)
     return False
+
+
+def record_session(out: Path, facts: dict) -> None:
+    """Append one session's facts (command, commit, machine: `provenance.run_facts`) to provenance.json when it
+    ends, so a run resumed across sessions, commits or machines says which of them produced it (a SIGKILLed
+    session leaves no record)."""
+    from purerl.results import write_atomic
+
+    out = Path(out)
+    if (out / CONFIG).is_file():
+        starts = json.loads((out / PROVENANCE).read_text()) if (out / PROVENANCE).exists() else []
+        write_atomic(out / PROVENANCE, json.dumps([*starts, facts], indent=2) + "\n")
 
 
 def start(out: Path, config: dict[str, Any], resumed: bool) -> None:

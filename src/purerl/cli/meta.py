@@ -79,7 +79,7 @@ def add_act(sub) -> None:
 
 def cmd_evolve(args: argparse.Namespace) -> int:
     join_processes(args)
-    from purerl import evolve
+    from purerl import evolve, provenance
     from purerl.studies import lpo, value_loss
     study = {"value-loss": value_loss, "lpo": lpo}[args.task]
     es_fields = ("strategy", "population_size", "generations", "rollouts", "fitness_shaping", "optimizer", "lr",
@@ -97,8 +97,13 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     budget_mb = args.memory_budget_mb or getattr(study, "memory_budget_mb", lambda preset: None)(args.preset)
     budget = budget_mb * 2**20 if budget_mb else None
     evolution = evolve.Evolution(task, es_config, memory_budget_bytes=budget)
-    log = evolve.run(evolution, out, config_json, resume=args.resume, overwrite=args.overwrite,
-                     progress=not args.no_progress)
+    facts = provenance.run_facts(args.argv)
+    try:
+        log = evolve.run(evolution, out, config_json, resume=args.resume, overwrite=args.overwrite,
+                         progress=not args.no_progress)
+    finally:  # also when stopped by a signal; `prepare` above has already refused anything not this run
+        if is_writer():
+            rundir.record_session(out, facts)
     if not is_writer():
         return 0
     first, last = log[0], log[-1]
