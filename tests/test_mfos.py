@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from purerl import provenance
 from purerl.config import ConfigError
 from purerl.envs import games
 from purerl.studies.mfos import analysis, baselines, meta_game, report, runs, self_play, settings, table
@@ -405,3 +406,111 @@ def test_evaluate_without_committed_agents_is_a_config_error(tmp_path):
     (tmp_path / "mfos" / "table.json").write_text(json.dumps({"games": {"ipd": {}}, "settings": {}, "seeds": [0]}))
     with pytest.raises(ConfigError, match="no committed M-FOS agents"):
         mfos_cli.run_cli(_parse("evaluate", "--report", str(tmp_path / "mfos.md")))
+
+
+# ------------------------------------------------------- one game into a report
+def _fake_training(monkeypatch, value: float):
+    """run_table with every trained number VALUE and nothing compiled: these tests are about which games a
+    report keeps, and test_table_commits_its_agents_and_evaluate_replays_them_exactly trains for real."""
+    cell = runs.summarize_seeds(np.full(2, value))
+    fit = dict(chi=1.0, phi=0.1, residual=0.5, tolerance=0.05, kappa=-2.0, r2=0.5, points=10, own_mean=value,
+               other_mean=value, extortionate=False)
+    policy = {"late_meta_steps": 10, "policy_test": fit, "payoff_fit": fit, "payoffs_RSTP": IPD_RSTP,
+              "late_rewards": {"mfos": value, "opponent": value},
+              **{k: dict.fromkeys(report.POLICY_LABELS, 0.5) for k in ("mfos_policy", "opponent_policy")}}
+    result = {"final": dict.fromkeys(("mfos", "opponent", "agent0", "agent1"), cell), "final_by_seed": [value] * 2,
+              "run_s": 1.0, "compile_s": 1.0, "params": {"w": np.zeros(2)}, "analysis": policy,
+              "analysis_greedy": policy, "trajectory": None}
+    rows = {f"{a} vs nl": {"final": {"shaper": cell, "opponent": cell}} for a in ("nl", "lola")}
+    for name, fake in dict(mamaml_init=lambda *_: np.zeros(5), run_baselines=lambda *_: dict(rows),
+                           run_vs_learner=lambda *_: result, run_self_play=lambda *_: result,
+                           plot_policies=lambda *_: None, plot_rewards=lambda *_: None).items():
+        monkeypatch.setattr(table, name, fake)
+
+
+def _files(folder: Path) -> dict:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_one_game_table_keeps_the_reports_other_games_with_their_provenance(tmp_path, monkeypatch):
+    r = tmp_path / "mfos.md"
+    _fake_training(monkeypatch, 0.25)
+    assert mfos_cli.run_cli(_parse("table", "--preset", "tiny", "--game", "ipd", "--report", str(r))) == 0
+    _fake_training(monkeypatch, 0.5)
+    assert mfos_cli.run_cli(_parse("table", "--preset", "tiny", "--game", "imp", "--report", str(r))) == 0
+    before = json.loads((tmp_path / "mfos" / "table.json").read_text())
+    parts = json.loads((tmp_path / "manifest.json").read_text())["mfos.md"]["parts"]
+    _fake_training(monkeypatch, 0.75)
+    assert mfos_cli.run_cli(_parse("table", "--preset", "tiny", "--game", "chicken", "--report", str(r))) == 0
+    after = json.loads((tmp_path / "mfos" / "table.json").read_text())
+    assert list(after["games"]) == ["ipd", "imp", "chicken"]
+    assert after["games"]["ipd"] == before["games"]["ipd"]  # kept by the imp run, with the ipd run's provenance
+    assert after["games"]["imp"] == {**before["games"]["imp"], "provenance": before["provenance"]}
+    assert after["games"]["ipd"]["provenance"]["command"].endswith("--game ipd --report " + str(r))
+    chicken = after["games"]["chicken"]
+    assert "provenance" not in chicken and chicken["elapsed_s"] > 0
+    assert "--game chicken" in after["provenance"]["command"]
+    assert chicken["rows"]["nl vs nl"]["final"]["shaper"]["mean"] == 0.75
+    manifest = json.loads((tmp_path / "manifest.json").read_text())["mfos.md"]["parts"]
+    assert {k: manifest[k] for k in ("ipd", "imp")} == parts and manifest["chicken"]["wall_s"] > 0
+    text = r.read_text()
+    assert "CHICKEN was run by `purerl mfos table --preset tiny --game chicken" in text
+    assert "IPD and IMP were kept with the same settings from the runs named in their sections" in text
+    ipd = text[text.index("## IPD"):text.index("## IMP")]
+    assert "Kept from a separate run with the same settings: `purerl mfos table --preset tiny --game ipd" in ipd
+    assert "| NL vs NL | +0.25 (n=2: +0.25, +0.25) |" in ipd and "- **ipd**:" in text and "- **chicken**:" in text
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(table, "run_baselines", interrupted)  # a rerun of IPD stopped in its first game
+    with pytest.raises(KeyboardInterrupt):
+        mfos_cli.run_cli(_parse("table", "--preset", "tiny", "--game", "ipd", "--report", str(r)))
+    stopped = json.loads((tmp_path / "mfos" / "table.json").read_text())
+    assert stopped["games"] == {**after["games"], "chicken": {**chicken, "provenance": after["provenance"]}}
+    assert "| NL vs NL | +0.25 (n=2: +0.25, +0.25) |" in r.read_text() and "- **ipd**:" in r.read_text()
+
+
+def test_a_kept_game_from_before_per_game_times_takes_its_time_from_the_manifest(tmp_path):
+    """The published table (written before per-game times) merged with a one-game run of its settings."""
+    results = Path(__file__).resolve().parents[1] / "docs" / "results"
+    (tmp_path / "mfos").mkdir()
+    for name in ("mfos.md", "manifest.json", "mfos/table.json"):
+        (tmp_path / name).write_bytes((results / name).read_bytes())
+    published = json.loads((results / "mfos" / "table.json").read_text())
+    small = settings.PRESETS["small"]
+    record = table.start_record(table.new_record(small, list(range(small.seeds)), "small", None), tmp_path / "mfos.md",
+                                ("chicken",))
+    parts = json.loads((results / "manifest.json").read_text())["mfos.md"]["parts"]
+    for game in ("ipd", "imp", "chicken"):
+        kept = record["games"][game]
+        assert kept["rows"] == published["games"][game]["rows"] and kept["provenance"] == published["provenance"]
+        assert kept["elapsed_s"] == parts[game]["wall_s"]
+
+
+def test_a_table_of_other_settings_is_refused_before_compiling_and_nothing_is_written(tmp_path, monkeypatch, capsys):
+    from purerl.cli import main
+
+    r = tmp_path / "mfos.md"
+    _fake_training(monkeypatch, 0.25)
+    assert mfos_cli.run_cli(_parse("table", "--preset", "tiny", "--game", "ipd", "--report", str(r))) == 0
+    assert mfos_cli.run_cli(_parse("table", "--preset", "tiny", "--game", "imp", "--report", str(r))) == 0
+    (tmp_path / "thesis.md").write_text("mine")
+    files = _files(tmp_path)
+
+    def compiles(*_):
+        raise AssertionError("compiled before refusing")
+
+    monkeypatch.setattr(table, "mamaml_init", compiles)
+    code = main(["mfos", "table", "--preset", "tiny", "--meta-episodes", "3", "--game", "chicken", "--report", str(r)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "holds a table of other settings (meta_episodes 4 there, 3 here)" in err
+    assert "pass another --report path, or rerun all its games (ipd, imp)" in err
+    assert main(["mfos", "table", "--preset", "tiny", "--game", "ipd", "--report", str(tmp_path / "thesis.md")]) == 2
+    assert "no table this command wrote" in capsys.readouterr().err
+    assert _files(tmp_path) == files and not (tmp_path / "thesis").exists()
+    # rerunning every game of the unlike table replaces it, and its manifest parts stop vouching for it at once
+    record = table.start_record(table.new_record(TINY.replace(meta_episodes=3), [0, 1], "tiny", None), r,
+                                ("ipd", "imp"))
+    assert record["games"] == {} and provenance.read_manifest(tmp_path)["mfos.md"]["parts"] == {}

@@ -195,6 +195,18 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
     return entry
 
 
+def forget(report: Path, part: str) -> None:
+    """Drop one part of `report` from its manifest, if there: a command about to replace that part's numbers
+    calls this first, so that until it records the part again neither the document's header nor `check`
+    vouches for numbers the document no longer shows."""
+    report = Path(report)
+    manifest = read_manifest(report.parent)
+    parts = manifest.get(report.name, {}).get("parts", {})
+    if part in parts:
+        del parts[part]
+        write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
 def read_manifest(results_dir: Path) -> dict:
     path = Path(results_dir) / MANIFEST
     return json.loads(path.read_text()) if path.exists() else {}

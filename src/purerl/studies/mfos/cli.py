@@ -15,7 +15,7 @@ from purerl.studies.mfos.runs import (agents_path, largest_difference, replay_ta
                                       run_vs_learner)
 from purerl.studies.mfos.settings import (GAME_NAMES, OPPONENTS, PRESETS, SCORING, TRAIN_GAMES, check_pairing,
                                           resolve)
-from purerl.studies.mfos.table import run_table
+from purerl.studies.mfos.table import carried, comparable, read_table, run_table
 
 
 def add_arguments(subparsers) -> None:
@@ -30,7 +30,8 @@ def add_arguments(subparsers) -> None:
     parser.add_argument("--game", choices=TRAIN_GAMES + ("coin",),
                         help="train: ipd (default), imp, chicken (one-shot, as the authors play it), "
                              "chicken_repeated (memory-one, gamma 0.96; not in the paper), or coin (the coin game "
-                             "against a PPO learner); table: that matrix game only")
+                             "against a PPO learner); table: that matrix game only (with --report: the report's "
+                             "other games are kept if its table has the same settings)")
     parser.add_argument("--opponent", choices=OPPONENTS + ("self", "ppo"),
                         help="nl (the default in matrix games), lola, mamaml, self (meta self-play), "
                              "or ppo (the coin game's, and its only, opponent)")
@@ -131,14 +132,14 @@ def _rerender(report: Path | None, merge: list[Path], argv: list[str]) -> int:
     if report is None:
         raise ConfigError("report needs --report PATH, a table report with its PATH_STEM/table.json")
     data = report.parent / report.stem / "table.json"
-    record = _read_table(data, f"run `purerl mfos table --report {report}` first")
-    others = [(path, _read_table(path, "give the table.json of a table run")) for path in merge]
+    record = read_table(data, f"run `purerl mfos table --report {report}` first")
+    others = [(path, read_table(path, "give the table.json of a table run")) for path in merge]
     for path, other in others:
-        if (other["settings"], other["seeds"]) != (record["settings"], record["seeds"]):
+        if comparable(other) != comparable(record):
             raise ConfigError(f"{path} has other settings or seeds than {data}; only like runs can be merged")
     for path, other in others:
-        for game, entry in other["games"].items():
-            record["games"][game] = {**entry, "provenance": other["provenance"], "elapsed_s": other["elapsed_s"]}
+        for game in other["games"]:
+            record["games"][game] = carried(other, game, path.parent.parent / f"{path.parent.name}.md")
             for plot in (f"{game}_rewards.png", f"{game}_nl_policies.png"):
                 if (path.parent / plot).is_file():
                     shutil.copyfile(path.parent / plot, data.parent / plot)
@@ -156,7 +157,7 @@ def _evaluate(report: Path | None, game: str | None) -> int:
     if report is None:
         raise ConfigError("evaluate needs --report PATH, a table report with its PATH_STEM/table.json")
     data = report.parent / report.stem / "table.json"
-    record = _read_table(data, f"run `purerl mfos table --report {report}` first")
+    record = read_table(data, f"run `purerl mfos table --report {report}` first")
     chosen = [game] if game else list(record["games"])
     missing = [str(agents_path(data.parent, g, "nl")) for g in chosen
                if g not in record["games"] or not agents_path(data.parent, g, "nl").is_file()]
@@ -174,15 +175,6 @@ def _evaluate(report: Path | None, game: str | None) -> int:
               f"largest difference from the table {difference:.2g}")
     print("the committed agents reproduce the table" if worst <= 1e-6 else "the replay differs from the table")
     return 0 if worst <= 1e-6 else 1
-
-
-def _read_table(path: Path, hint: str) -> dict:
-    if not path.is_file():
-        raise ConfigError(f"no table data at {path}; {hint}")
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"cannot read {path}: {error}") from None
 
 
 def _table_report(args) -> Path:
