@@ -22,15 +22,15 @@ from purerl.config import ConfigError, HyperParams, apply_preset, default_preset
 from purerl.evolve import ESConfig, MetaTask, load_meta_params, train_fitness
 
 # cpu: CartPole-v1 with the classic preset cut to 65,536 steps per inner run, where PPO is half-way (final return
-#      about 240 of 500) and so unsaturated; population 16 x 300 generations x 2 inner runs per candidate, with the
-#      ES settings that made the value-loss evolution learn (std 0.1 -> 0.03, lr 0.03 -> 0.003, z-scored fitness):
-#      one inner run per candidate (the paper's) drowned the drift's effect in seed noise on Breakout-MinAtar
-#      (docs/results/dpo/gpu_h100). About 8 s per generation, 40 minutes per ES seed on 2 cores.
+#      about 240 of 500) and so unsaturated; population 32 x 300 generations, one inner run per candidate (the
+#      same seed for all, fresh each generation). Small steps, because the fitness is noisy and Adam moves every
+#      weight by about lr per generation whatever the gradient's size: lr 0.01 -> 0.002 and std 0.05 -> 0.02.
+#      A first try with lr 0.03 and std 0.1 random-walked away from PPO (mean fitness 190 -> 120 by generation
+#      50). About 8 s per generation, 40 minutes per ES seed on 2 cores.
 # paper: Brax Ant, population 32 x 1 seed, 1000 generations, the Brax preset, the paper's OpenES, for one GPU.
 PRESETS = {
     "cpu": dict(env="CartPole-v1", config=dict(total_timesteps=65_536),
-                es=dict(population_size=16, generations=300, rollouts=2, fitness_shaping="z_score", lr=0.03,
-                        lr_final=0.003, std=0.1, std_final=0.03)),
+                es=dict(population_size=32, generations=300, lr=0.01, lr_final=0.002, std=0.05, std_final=0.02)),
     "paper": dict(env="brax:ant", es=dict(population_size=32, generations=1000), config={}),
 }
 ES_DEFAULTS = dict(strategy="open_es", fitness_shaping="centered_rank", lr=0.01, lr_final=0.001, std=0.04,
