@@ -167,3 +167,35 @@ def test_a_document_outside_the_results_folder_is_checked_against_the_manifest_b
     (tmp_path / "bench.md").write_text("# bench\n")
     provenance.record("bench", tmp_path / "bench.md", "cartpole", ["bench"], 1.0, BUDGET)
     assert (tmp_path / "manifest.json").exists() and provenance.check(tmp_path / "results") == {}
+
+
+def test_each_evolved_drift_is_a_column_and_the_report_says_how_it_was_evolved(tmp_path):
+    """lpo:PATH columns are named after their evolve run; the LPO section gives each run's ES budget, the sessions
+    that made it and its fitness curve's start and end, and the drifts' named features from drift.json."""
+    assert compare._label("lpo:docs/results/dpo/lpo/es1/mean_meta_params.msgpack") == "lpo-es1"
+    assert compare._label("lpo:runs/evolve-lpo-x") == "lpo-evolve-lpo-x" and compare._label("dpo") == "dpo"
+    folder = tmp_path / "dpo"
+    run = folder / "lpo" / "es0"
+    run.mkdir(parents=True)
+    es = {"strategy": "open_es", "population_size": 32, "rollouts": 1, "lr": 0.01, "lr_final": 0.002, "std": 0.05,
+          "std_final": 0.02, "fitness_shaping": "centered_rank", "seed": 0}
+    (run / "config.json").write_text(json.dumps({"es": es, "task_info": {"env": "CartPole-v1", "total_timesteps": 65536,
+                                                                          "fitness": "final"}}))
+    means = [100.0] * 10 + [150.0] * 5 + [200.0] * 10
+    (run / "generations.csv").write_text("generation,best,mean,std,median,nan_count,seconds\n" + "".join(
+        f"{g},0,{m},0,0,0,6\n" for g, m in enumerate(means)))
+    (run / "provenance.json").write_text(json.dumps([{"command": "purerl evolve lpo --seed 0", "commit": "0f8ebf3df9ab",
+                                                      "machine": "AMD EPYC CPU, 2 cores", "date": "2026-11-24"}]))
+    drift = {"PPO": {"rollback_below_r": {"-1": None}, "optimism_mean_drift_inside_clip": 0.0,
+                     "optimism_drift_beyond_clip_vs_ppo": 1.0, "mean_abs_difference_from_ppo": 0.0,
+                     "max_abs_difference_from_ppo": 0.0, "mean_abs_difference_from_dpo": 0.156}}
+    (folder / "lpo" / "drift.json").write_text(json.dumps(drift))
+    record = _record("A", np.arange(10.0), np.arange(10.0))
+    record["objectives"]["lpo-es0"] = {"final_return": stats.summarize(np.arange(10.0) + 50)}
+    (folder / "A.json").write_text(json.dumps(record))
+    text = compare.write_report(folder, tmp_path / "dpo.md", "T").read_text()
+    assert "| env | budget (env steps/seed) | seeds | ppo | dpo | lpo-es0 |" in text and "LPO has no column" not in text
+    assert ("population 32 x 25 generations x 1 inner run(s) per candidate" in text and "CartPole-v1, 65,536 steps"
+            in text and "`purerl evolve lpo --seed 0` at 0f8ebf3df9" in text and "2.5 min of generations" in text)
+    assert "over generations 0-9: 100.0 (std 0.0 across them), over the last 10: 200.0 (std 0.0)" in text
+    assert "| PPO | none | 0 | 1 | 0 | 0 | 0.156 |" in text

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 
 from purerl import experiment, provenance, results, stats
 from purerl.experiment import TrainSpec
@@ -71,7 +72,9 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
     lines += ["", "Best objective per env (a winner only where its CI does not overlap the runner-up's):", ""]
     lines += [f"- {r['env']}: {_verdict(r['objectives'])}" for r in records]
     lines += ["", _dpo_vs_ppo(records), ""]
-    if "lpo" not in objectives:
+    if any(label.startswith("lpo") for label in objectives):
+        lines += _lpo_lines(results_dir / "lpo")
+    else:
         lines += ["LPO has no column: no LPO drift evolved at a stated budget is committed yet, and a drift from "
                   "an unrecorded run is not a reproducible result.", ""]
     lines += [f"![{r['env']}]({results_dir.name}/{_slug(r['env'])}.png)" for r in records]
@@ -103,11 +106,61 @@ def _verdict(rows: dict) -> str:
 
 
 def _label(objective: str) -> str:
-    return objective.partition(":")[0]
+    """ppo, dpo, or lpo-RUN (one column per evolved drift: lpo:runs/es0 is lpo-es0)."""
+    name, _, path = objective.partition(":")
+    if not path:
+        return name
+    return f"{name}-{run_name(path)}"
+
+
+def run_name(path: str | Path) -> str:
+    """The evolve run a meta-parameter path belongs to (its folder for a .msgpack file): names LPO's columns."""
+    path = Path(path)
+    return path.parent.name if path.suffix == ".msgpack" else path.name
+
+
+_FEATURES = (("rollback_below_r", "rollback: r below which A = -1 pushes r up", lambda f: f["rollback_below_r"]["-1"]),
+             ("optimism_mean_drift_inside_clip", "drift inside PPO's clip, A > 0", None),
+             ("optimism_drift_beyond_clip_vs_ppo", "drift beyond the clip / PPO's", None),
+             ("mean_abs_difference_from_ppo", "mean abs(D - D_PPO)", None),
+             ("max_abs_difference_from_ppo", "max abs(D - D_PPO)", None),
+             ("mean_abs_difference_from_dpo", "mean abs(D - D_DPO)", None))
+
+
+def _lpo_lines(folder: Path) -> list[str]:
+    """What made the lpo-* columns: each committed evolve run in FOLDER (its ES budget, the sessions that ran it
+    and its fitness curve) and the named features of every drift (FOLDER/drift.json, `purerl analyze drift`)."""
+    lines = ["## LPO: the evolved drifts", ""]
+    for run in sorted(p for p in folder.glob("*") if (p / "config.json").is_file()):
+        config = json.loads((run / "config.json").read_text())
+        es, task = config["es"], config["task_info"]
+        sessions = json.loads((run / "provenance.json").read_text()) if (run / "provenance.json").exists() else []
+        rows = [line.split(",") for line in (run / "generations.csv").read_text().split()[1:]]
+        means, seconds = [float(r[2]) for r in rows], sum(float(r[-1]) for r in rows)
+        made = "; ".join(f"`{s['command']}` at {s['commit'][:10]} on {s['machine']}, {s['date']}" for s in sessions)
+        lines += [f"- **lpo-{run.name}**: {es['strategy']}, population {es['population_size']} x {len(rows)} "
+                  f"generations x {es['rollouts']} inner run(s) per candidate, lr {es['lr']} to {es['lr_final']}, "
+                  f"std {es['std']} to {es['std_final']}, {es['fitness_shaping']} fitness, ES seed {es['seed']}; "
+                  f"inner runs: {task['env']}, {task['total_timesteps']:,} steps, fitness {task['fitness']} return; "
+                  f"{seconds / 60:.1f} min of generations. Made by {made or 'an unrecorded command'}. Mean "
+                  f"candidate fitness over generations 0-9: {np.mean(means[:10]):.1f} (std {np.std(means[:10]):.1f}"
+                  f" across them), over the last 10: {np.mean(means[-10:]):.1f} (std {np.std(means[-10:]):.1f}). "
+                  f"Curve: [{run.name}/fitness.png]({folder.parent.name}/{folder.name}/{run.name}/fitness.png)."]
+    drift = folder / "drift.json"
+    if drift.exists():
+        features = json.loads(drift.read_text())
+        lines += ["", f"Each drift's named features on the analysis grid (`purerl analyze drift`; the maps are in "
+                  f"[drift.png]({folder.parent.name}/{folder.name}/drift.png)):", "",
+                  "| drift | " + " | ".join(title for _, title, _ in _FEATURES) + " |",
+                  "|---|" + "---|" * len(_FEATURES)]
+        for label, f in features.items():
+            cells = [(pick(f) if pick else f[key]) for key, _, pick in _FEATURES]
+            lines.append(f"| {label} | " + " | ".join("none" if c is None else f"{c:.3g}" for c in cells) + " |")
+    return lines + [""]
 
 
 def _objective_order(label: str) -> tuple:
-    return ({"ppo": 0, "dpo": 1, "lpo": 2}.get(label, 3), label)
+    return ({"ppo": 0, "dpo": 1, "lpo": 2}.get(label.partition("-")[0], 3), label)
 
 
 def _slug(env: str) -> str:

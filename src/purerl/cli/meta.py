@@ -44,7 +44,7 @@ def add_analyze(sub) -> None:
     analyze = sub.add_parser("analyze", help="look at what evolution discovered")
     analyze.add_argument("what", choices=["value-loss", "drift"])
     analyze.add_argument("run_dir", help="value-loss: comma-separated evolve runs (one per ES seed) or their "
-                         "committed copies; drift: ppo, dpo, or an LPO run/params path")
+                         "committed copies; drift: ppo, dpo, or comma-separated LPO runs/params paths")
     analyze.add_argument("--out", type=Path, help="drift: where to write (default RUN/analysis)")
     analyze.add_argument("--report", type=Path,
                          help="value-loss: markdown written here, with .json and a folder of plots and params beside it "
@@ -117,8 +117,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from purerl.studies import lpo
 
     if args.what == "drift":
-        sources = ["ppo", "dpo"] + ([args.run_dir] if args.run_dir not in ("ppo", "dpo") else [])
-        default_out = Path(args.run_dir) / "analysis" if len(sources) > 2 else Path("runs") / "drift"
+        learned = [p for p in args.run_dir.split(",") if p and p not in ("ppo", "dpo")]
+        sources = ["ppo", "dpo", *learned]
+        default_out = Path(learned[0]) / "analysis" if learned else Path("runs") / "drift"
         report = lpo.analyze_drift(sources, args.out or default_out)
         for label, f in report["features"].items():
             edges = ", ".join(f"A = {a}: r < {r:.2f}" for a, r in f["rollback_below_r"].items() if r is not None)

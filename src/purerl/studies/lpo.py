@@ -18,6 +18,7 @@ import numpy as np
 from purerl import envs
 from purerl.algos import objectives
 from purerl.algos.ppo import make_train
+from purerl.compare import run_name
 from purerl.config import ConfigError, HyperParams, apply_preset, default_preset
 from purerl.evolve import ESConfig, MetaTask, load_meta_params, train_fitness
 
@@ -82,7 +83,8 @@ def drift_for(name_or_path: str):
     if name_or_path == "dpo":
         return "DPO", lambda r, a: objectives.dpo_drift(r, jnp.log(r), a)
     params = load_meta_params(Path(name_or_path), objectives.init_lpo_params())
-    return "LPO (learned)", lambda r, a: objectives.lpo_drift(r, jnp.log(r), a, params, hp.clip_eps)
+    return f"LPO {run_name(name_or_path)}", lambda r, a: objectives.lpo_drift(r, jnp.log(r), a, params, hp.clip_eps)
+
 
 
 def drift_maps(drift) -> tuple[np.ndarray, np.ndarray]:
