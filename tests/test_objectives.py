@@ -87,3 +87,22 @@ def test_drift_features_are_numbers_that_tell_ppo_dpo_and_lpo_apart():
     assert dpo["optimism_drift_beyond_clip_vs_ppo"] < 0.5 and dpo["mean_abs_difference_from_dpo"] == 0
     zero = study.drift_maps(lambda r, a: obj.lpo_drift(r, jnp.log(r), a, obj.init_lpo_params(), 0.2))
     assert study.describe(*zero, references, 0.2)["max_abs_difference_from_ppo"] < 1.01e-4
+
+
+def test_lpo_starts_exactly_at_ppo_yet_antithetic_candidates_differ():
+    """The ES mean's drift is PPO's, but mirrored candidates (mean +- e) are different drifts. From all-zero
+    weights they were the same drift (the net is odd in its two layers jointly), so every antithetic pair had
+    equal fitness and OpenES had no gradient."""
+    from purerl.studies import lpo as study
+
+    mean = study.initial_params()
+    ppo = obj.ppo_drift(RR, AA, 0.2)
+    np.testing.assert_allclose(obj.lpo_drift(RR, jnp.log(RR), AA, mean, 0.2), jnp.maximum(ppo - 1e-4, 0), atol=1e-6)
+    noise = jax.tree.map(lambda x: 0.05 * jax.random.normal(jax.random.PRNGKey(1), x.shape), mean)
+    plus, minus = (jax.tree.map(lambda m, e: m + sign * e, mean, noise) for sign in (1, -1))
+    gap = jnp.abs(obj.lpo_drift(RR, jnp.log(RR), AA, plus, 0.2) - obj.lpo_drift(RR, jnp.log(RR), AA, minus, 0.2))
+    assert float(gap.max()) > 0.05
+    zero = obj.init_lpo_params()
+    plus0, minus0 = (jax.tree.map(lambda m, e: m + sign * e, zero, noise) for sign in (1, -1))
+    np.testing.assert_array_equal(obj.lpo_drift(RR, jnp.log(RR), AA, plus0, 0.2),
+                                  obj.lpo_drift(RR, jnp.log(RR), AA, minus0, 0.2))

@@ -61,18 +61,16 @@ def test_value_loss_cpu_preset_improves_fitness(tmp_path):
     assert log[-1]["mean"] > log[0]["mean"]
 
 
-def test_lpo_cpu_preset_starts_at_ppo_and_does_not_collapse(tmp_path):
-    """`purerl evolve lpo` (CPU preset, 12 of its 300 generations): generation 0 is PPO (zero drift net), and fitness stays there or above."""
+def test_lpo_cpu_preset_improves_on_its_first_generations_and_leaves_ppo(tmp_path):
+    """`purerl evolve lpo` (CPU preset, 20 of its 300 generations, about 2 minutes): the population's mean
+    fitness (AUC) rises over its first generations, and the ES mean's drift is no longer PPO's."""
     from purerl import evolve
-    from purerl.algos.ppo import make_train
     from purerl.studies import lpo
 
-    task, config = lpo.make_task("cpu"), lpo.es_config("cpu", generations=12)
+    task, config = lpo.make_task("cpu"), lpo.es_config("cpu", generations=20)
     log = evolve.run(evolve.Evolution(task, config), tmp_path, evolve.config_json(task, config), progress=False)
-    ppo_config, hp = lpo.inner_setup(lpo.PRESETS["cpu"]["env"], lpo.PRESETS["cpu"]["config"])
-    keys = jax.random.split(jax.random.PRNGKey(1), 8)
-    ppo = jax.jit(jax.vmap(make_train(ppo_config), in_axes=(0, None)))(keys, hp.as_arrays())
-    ppo_final = final_returns(np.asarray(ppo.metrics["episode_return"]).T)
-    print("LPO generation fitness:", [round(r["mean"], 2) for r in log], "PPO:", ppo_final.mean())
-    assert abs(log[0]["mean"] - ppo_final.mean()) < 3 * ppo_final.std() + 1.0
-    assert min(r["mean"] for r in log[-3:]) > 0.5 * log[0]["mean"]
+    means = [row["mean"] for row in log]
+    print("LPO generation mean fitness:", [round(m, 1) for m in means])
+    assert np.mean(means[-5:]) > np.mean(means[:5])
+    features = lpo.analyze_drift([str(tmp_path / evolve.MEAN_PARAMS)], tmp_path / "drift")["features"]
+    assert features[f"LPO {tmp_path.name}"]["mean_abs_difference_from_ppo"] > 0.01
