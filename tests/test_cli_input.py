@@ -134,7 +134,7 @@ def test_diverged_members_are_marked_with_one_warning(capfd, tmp_path):
     assert "2 (2 diverged)" in captured.out
 
 
-@pytest.mark.parametrize("env", ["CartPole-v1", "Breakout-MinAtar"])
+@pytest.mark.parametrize("env", ["CartPole-v1", "Breakout-MinAtar", "CartPole-NoVel-v1"])
 def test_eval_gif_renders_a_whole_episode(capsys, monkeypatch, tmp_path, env):
     out = tmp_path / "run"
     assert main(["train", "--env", env, "--out", str(out), "--seeds", "1", *SMALL]) == 0

@@ -5,12 +5,14 @@ import numpy as np
 import pytest
 
 from purerl import envs
+from purerl.config import ConfigError
+from purerl.envs.pomdp import MASKED
 from purerl.envs.wrappers import ObsNormalizer, RewardNormalizer, init_stats, update_stats
 
 DOWNLOADS = {"MNISTBandit-bsuite"}  # builds by downloading MNIST; no network here
 
 
-@pytest.mark.parametrize("name", [n for n in gymnax.registered_envs if n not in DOWNLOADS])
+@pytest.mark.parametrize("name", [n for n in gymnax.registered_envs if n not in DOWNLOADS] + list(MASKED))
 def test_every_gymnax_id_resets_and_steps(name):
     env = envs.make(name)
     obs, state = env.reset(jax.random.PRNGKey(0))
@@ -76,3 +78,72 @@ def test_reward_normalizer_scales_by_discounted_return_std():
         returns.append(acc.copy())
     expected = update_stats(init_stats(()), jnp.asarray(np.concatenate(returns)))
     np.testing.assert_allclose(reward, 1.0 / np.sqrt(float(expected.var) + 1e-8), rtol=1e-3)
+
+
+def rollout(env, key, actions):
+    """Timesteps of `env` from a reset with `key`, one step per action (auto-resets included)."""
+    obs, state = env.reset(key)
+
+    def step(state, inputs):
+        step_key, action = inputs
+        state, ts = env.step(step_key, state, action)
+        return state, ts
+
+    keys = jax.random.split(jax.random.PRNGKey(1), actions.shape[0])
+    return obs, jax.lax.scan(step, state, (keys, actions))[1]
+
+
+def test_cartpole_without_velocities_shows_x_and_theta_of_the_full_task():
+    """Same key and actions: every observation is the full task's (x, theta), and nothing else differs."""
+    masked, full = envs.make("CartPole-NoVel-v1"), envs.make("CartPole-v1")
+    assert "CartPole-NoVel-v1" in envs.available() and masked.name == "CartPole-NoVel-v1"
+    assert masked.observation_shape == (2,) and masked.action_space == full.action_space
+    assert masked.max_episode_steps == full.max_episode_steps == 500
+    actions = jax.random.bernoulli(jax.random.PRNGKey(2), 0.5, (100,)).astype(jnp.int32)  # episodes end and reset
+    obs, ts = jax.jit(rollout, static_argnums=0)(masked, jax.random.PRNGKey(0), actions)
+    full_obs, full_ts = jax.jit(rollout, static_argnums=0)(full, jax.random.PRNGKey(0), actions)
+    assert int(ts.terminated.sum()) >= 2
+    np.testing.assert_array_equal(obs, full_obs[jnp.array([0, 2])])
+    np.testing.assert_array_equal(ts.obs, full_ts.obs[:, jnp.array([0, 2])])
+    np.testing.assert_array_equal(ts.final_obs, full_ts.final_obs[:, jnp.array([0, 2])])
+    for field in ("reward", "terminated", "truncated"):
+        np.testing.assert_array_equal(getattr(ts, field), getattr(full_ts, field))
+    np.testing.assert_array_equal(ts.info["episode_return"], full_ts.info["episode_return"])
+
+
+def test_cartpole_without_velocities_truncates_at_the_time_limit():
+    env = envs.make("CartPole-NoVel-v1", max_episode_steps=5)
+    full = envs.make("CartPole-v1", max_episode_steps=5)
+    assert env.max_episode_steps == 5
+    actions = jnp.arange(6, dtype=jnp.int32) % 2  # alternate: the pole stays up
+    _, ts = rollout(env, jax.random.PRNGKey(0), actions)
+    _, full_ts = rollout(full, jax.random.PRNGKey(0), actions)
+    assert ts.truncated.tolist() == [False] * 4 + [True, False] and not ts.terminated.any()
+    assert int(ts.info["episode_length"][4]) == 5 and float(ts.info["episode_return"][4]) == 5.0
+    assert not np.allclose(ts.final_obs[4], ts.obs[4])  # the state reached, not the reset observation
+    np.testing.assert_array_equal(ts.final_obs[4], full_ts.final_obs[4, jnp.array([0, 2])])
+
+
+def test_cartpole_without_velocities_vmaps_over_keys():
+    env = envs.make("CartPole-NoVel-v1")
+    keys = jax.random.split(jax.random.PRNGKey(0), 8)
+    obs, states = jax.jit(env.reset_batch)(keys)
+    states, ts = jax.jit(env.step_batch)(keys, states, jnp.zeros(8, jnp.int32))
+    assert obs.shape == ts.obs.shape == ts.final_obs.shape == (8, 2) and obs.dtype == jnp.float32
+    assert ts.reward.shape == ts.truncated.shape == (8,) and len(set(obs[:, 0].tolist())) == 8
+    np.testing.assert_array_equal(jax.vmap(env.reset)(keys)[0], obs)
+
+
+def test_masked_ids_are_known_to_check_name_and_a_typo_is_one_line():
+    envs.check_name("CartPole-NoVel-v1")
+    with pytest.raises(envs.UnknownEnvError) as error:
+        envs.make("CartPole-NoVel-v2")
+    assert "\n" not in str(error.value)
+    assert str(error.value).startswith("unknown environment 'CartPole-NoVel-v2'; did you mean CartPole-NoVel-v1")
+
+
+def test_keep_observation_refuses_indices_outside_the_observation():
+    flat = envs.make("CartPole-v1").env  # FlattenObservation(GymnaxEnv)
+    for indices in [(), (0, 4), (1, 1), (-1,)]:
+        with pytest.raises(ConfigError, match="observation indices must be distinct and in \\[0, 4\\)"):
+            envs.KeepObservation(flat, indices)

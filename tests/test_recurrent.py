@@ -5,6 +5,7 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from purerl import envs
 from purerl.cli import main
@@ -29,11 +30,13 @@ def test_unroll_equals_stepping_and_reset_forgets():
     np.testing.assert_allclose(fresh_value[:, 0], value[3:, 1], rtol=1e-5, atol=1e-6)
 
 
-def test_gru_ppo_trains_from_the_cli(tmp_path):
+@pytest.mark.parametrize("preset, env", [("memory", "MemoryChain-bsuite"), ("pomdp", "CartPole-NoVel-v1")])
+def test_gru_ppo_trains_from_the_cli(tmp_path, preset, env):
     out = tmp_path / "run"
-    argv = ["train", "--network", "gru", "--preset", "memory", "--env", "MemoryChain-bsuite", "--total-timesteps",
+    argv = ["train", "--network", "gru", "--preset", preset, "--env", env, "--total-timesteps",
             "512", "--num-steps", "32", "--seeds", "2", "--hidden-sizes", "16", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["members"] == 2 and np.isfinite(summary["final_return"]["mean"])
-    assert json.loads((out / "config.json").read_text())["network"] == "gru"
+    config = json.loads((out / "config.json").read_text())
+    assert config["network"] == "gru" and config["preset"] == preset

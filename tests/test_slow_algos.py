@@ -2,7 +2,8 @@
 (presets, then the run directory). Run on purpose: `pytest -m slow tests/test_slow_algos.py`.
 
 Budgets (env steps per seed x seeds): DQN CartPole 5e5 x 4; PQN CartPole 5e5 x 4; PPO-GRU and PPO-MLP
-MemoryChain 2e5 x 4 each; Breakout-MinAtar PQN and PPO 2e6 x 4 each (a CPU budget; the presets say 1e7).
+MemoryChain 2e5 x 4 each; PPO-GRU and PPO-MLP CartPole-NoVel 1e6 x 4 each; Breakout-MinAtar PQN and PPO
+2e6 x 4 each (a CPU budget; the presets say 1e7).
 """
 
 import jax
@@ -56,6 +57,18 @@ def test_gru_ppo_solves_memory_chain_where_feed_forward_stays_at_chance(tmp_path
     mlp = final(run(tmp_path / "mlp", *flags))
     print("MemoryChain-bsuite final returns, GRU:", gru, "MLP:", mlp)
     assert gru.min() > 0.5 and abs(mlp.mean()) < 0.2, (gru, mlp)
+
+
+def test_gru_ppo_balances_cartpole_without_velocities_where_feed_forward_cannot(tmp_path):
+    """CartPole-NoVel-v1 shows only the cart position and the pole angle. Both networks get the `pomdp`
+    preset (16 envs x 128 steps, lr 1e-3, 1e6 env steps per seed, 4 seeds; about 6 min for the GRU and
+    30 s for the MLP on a 2-core CPU). Measured: GRU 481.2 (per seed 470.1, 500, 500, 454.7; seeds 4-7:
+    484.1, lowest 443.3) against MLP 49.9 (48.2 to 52.1); the thresholds leave a wide margin on both."""
+    flags = ("--env", "CartPole-NoVel-v1", "--preset", "pomdp", "--seeds", "4")
+    gru = final(run(tmp_path / "gru", "--network", "gru", *flags))
+    mlp = final(run(tmp_path / "mlp", *flags))
+    print("CartPole-NoVel-v1 final returns at 1e6 steps, GRU:", gru, "MLP:", mlp)
+    assert gru.mean() >= 400 and gru.min() >= 250 and mlp.max() < 100, (gru, mlp)
 
 
 def test_pqn_breakout_minatar_against_ppo_at_the_same_budget(tmp_path):

@@ -44,9 +44,11 @@ class Policy:
 
 
 def _raw_ndim(env) -> int:
-    """Number of axes of one raw (unflattened) observation."""
+    """Number of axes of one raw (unflattened) observation; a masked task's (`envs.pomdp`) is flat."""
+    from purerl.envs.pomdp import KeepObservation
+
     inner = env
-    while hasattr(inner, "env"):
+    while hasattr(inner, "env") and not isinstance(inner, KeepObservation):
         inner = inner.env
     return len(inner.observation_shape)
 
@@ -117,12 +119,13 @@ def render_gif(policy: Policy, path: Path, seed: int = 0) -> Path:
 
     env = policy.env
     gymnax_env = env.gymnax_env
+    keep = getattr(env, "keep", None)  # a masked task (`envs.pomdp`) shows the agent part of the flat observation
     key = jax.random.PRNGKey(seed)
     obs, state = gymnax_env.reset(key, env.params)
     states, rewards = [state], [0.0]
     for _ in range(env.max_episode_steps):
         key, step_key = jax.random.split(key)
-        action = policy(np.asarray(obs))
+        action = policy(np.asarray(obs) if keep is None else keep(np.ravel(obs)))
         obs, state, reward, terminated, truncated, _ = gymnax_env.step(step_key, state, action, env.params)
         if bool(terminated) or bool(truncated):
             break

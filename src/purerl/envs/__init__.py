@@ -6,6 +6,7 @@ import difflib
 
 from purerl.config import ConfigError
 from purerl.envs.core import ActionSpace, Env, GymnaxEnv, Timestep
+from purerl.envs.pomdp import MASKED, KeepObservation
 from purerl.envs.wrappers import ClipAction, EpisodeStats, FlattenObservation
 
 # Ids that need data from the internet, which gymnax downloads on construction.
@@ -17,12 +18,13 @@ class UnknownEnvError(ConfigError):
 
 
 def available() -> list[str]:
-    """Every id `make` accepts: the gymnax registry and `brax:NAME` (needs purerl[brax])."""
+    """Every id `make` accepts: the gymnax registry, purerl's masked (partially observable) gymnax
+    tasks (`pomdp.MASKED`) and `brax:NAME` (needs purerl[brax])."""
     import gymnax
 
     from purerl.envs.brax import BRAX_ENVS
 
-    return list(gymnax.registered_envs) + [f"brax:{name}" for name in BRAX_ENVS]
+    return list(gymnax.registered_envs) + list(MASKED) + [f"brax:{name}" for name in BRAX_ENVS]
 
 
 def check_name(name: str) -> None:
@@ -47,13 +49,13 @@ def check_name(name: str) -> None:
 def make(name: str, max_episode_steps: int | None = None, **env_kwargs) -> Env:
     """Build an environment by id, with flat float observations and episode stats.
 
-    gymnax ids build gymnax envs; `brax:NAME` builds a Brax env (kwargs: backend);
+    gymnax ids build gymnax envs; the ids of `pomdp.MASKED` (such as `CartPole-NoVel-v1`, CartPole
+    without its velocities) build a gymnax env that shows only some observation entries;
+    `brax:NAME` builds a Brax env (kwargs: backend);
     `navix:`, `xminigrid:`, `craftax:` and `jumanji:` ids build those suites' envs (see `suites`).
     `max_episode_steps` replaces the env's time limit (for example CartPole capped
     at 200 steps, as in v0). Continuous action spaces also get `ClipAction`.
     """
-    import gymnax
-
     from purerl.envs import suites
 
     check_name(name)
@@ -65,6 +67,16 @@ def make(name: str, max_episode_steps: int | None = None, **env_kwargs) -> Env:
         if max_episode_steps is not None:
             env_kwargs["episode_length"] = max_episode_steps
         return EpisodeStats(ClipAction(BraxEnv(name.removeprefix("brax:"), **env_kwargs)))
+    if name in MASKED:
+        base, indices = MASKED[name]
+        return EpisodeStats(KeepObservation(_gymnax(base, max_episode_steps, env_kwargs), indices, name))
+    return EpisodeStats(_gymnax(name, max_episode_steps, env_kwargs))
+
+
+def _gymnax(name: str, max_episode_steps: int | None, env_kwargs: dict) -> Env:
+    """A gymnax env with flat float observations (and clipped actions if continuous), without episode stats."""
+    import gymnax
+
     try:
         gymnax_env, params = gymnax.make(name, **env_kwargs)
     except OSError as error:  # urllib errors subclass OSError
@@ -72,11 +84,8 @@ def make(name: str, max_episode_steps: int | None = None, **env_kwargs) -> Env:
         raise UnknownEnvError(f"environment '{name}' is unavailable: {reason} ({error})") from error
     if max_episode_steps is not None:
         params = params.replace(max_steps_in_episode=max_episode_steps)
-    env: Env = GymnaxEnv(name, gymnax_env, params)
-    env = FlattenObservation(env)
-    if not env.action_space.discrete:
-        env = ClipAction(env)
-    return EpisodeStats(env)
+    env: Env = FlattenObservation(GymnaxEnv(name, gymnax_env, params))
+    return env if env.action_space.discrete else ClipAction(env)
 
 
 __all__ = [
@@ -84,6 +93,7 @@ __all__ = [
     "EpisodeStats",
     "FlattenObservation",
     "GymnaxEnv",
+    "KeepObservation",
     "ActionSpace",
     "Env",
     "Timestep",
