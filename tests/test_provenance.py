@@ -199,3 +199,4 @@ def test_each_evolved_drift_is_a_column_and_the_report_says_how_it_was_evolved(t
             in text and "`purerl evolve lpo --seed 0` at 0f8ebf3df9" in text and "2.5 min of generations" in text)
     assert "over generations 0-9: 100.0 (std 0.0 across them), over the last 10: 200.0 (std 0.0)" in text
     assert "| PPO | none | 0 | 1 | 0 | 0 | 0.156 |" in text
+    assert "LPO-ES0 against PPO at these budgets (non-overlapping 95% CIs only): LPO-ES0 ahead on 1 (A)." in text
