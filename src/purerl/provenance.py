@@ -52,12 +52,18 @@ class Study:
 
 
 DPO_ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", "Breakout-MinAtar", "brax:hopper")
-_COMPARE = "purerl compare --objectives ppo,dpo --runs-dir {runs}/compare --report docs/results/dpo.md --no-progress"
+# The committed LPO evolutions (`purerl evolve lpo --seed S`, CartPole-v1 at 65,536 steps: each folder's
+# provenance.json says which commit and machine ran it); CartPole-v1 at that budget is their training task,
+# every other row a transfer.
+_LPO = tuple(f"docs/results/dpo/lpo/es{seed}/mean_meta_params.msgpack" for seed in (0, 1))
+_COMPARE = (f"purerl compare --objectives ppo,dpo,{','.join(f'lpo:{path}' for path in _LPO)} --runs-dir {{runs}}/compare "
+            "--report docs/results/dpo.md --no-progress")
 _VALUE_LOSS_STAGES = ("training_budget", "acrobot", "2x_budget", "5x_budget", "critic")
 _MFOS = ("envs/games.py", "envs/coin_game.py", "studies/mfos/*.py")
 STUDIES = {s.name: s for s in (
-    Study("dpo", "dpo.md", TRAINING + ("envs/brax.py", "compare.py"), DPO_ENVS, (
-        f"{_COMPARE} --env CartPole-v1 --seeds 16",
+    Study("dpo", "dpo.md", TRAINING + EVOLUTION + ("envs/brax.py", "compare.py", "studies/lpo.py"), DPO_ENVS, (
+        f"purerl analyze drift {','.join(_LPO)} --out docs/results/dpo/lpo",
+        f"{_COMPARE} --env CartPole-v1 --seeds 16 --total-timesteps 65536",
         f"{_COMPARE} --env Acrobot-v1 --seeds 16",
         f"{_COMPARE} --env Pendulum-v1 --seeds 16 --total-timesteps 262144",
         f"{_COMPARE} --env Breakout-MinAtar --seeds 16 --total-timesteps 524288",
