@@ -62,7 +62,8 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
              f"Statistic: each seed's final return is its mean episode return over the last {results.FINAL_WINDOW} "
              "updates; a cell gives the IQM over seeds and its 95% percentile-bootstrap CI when there are at least "
              f"{stats.MIN_SEEDS_FOR_CI} seeds, otherwise every per-seed value and n. Every objective uses the same "
-             "seeds and hyperparameters. A run on the same kind of machine reproduces these numbers exactly.", "",
+             "seeds and hyperparameters. A run on the same CPU (family, model and SIMD extension, in the manifest) "
+             "reproduces these numbers exactly; on another, float rounding moves the per-seed values.", "",
              "| env | budget (env steps/seed) | seeds | " + " | ".join(objectives) + " |",
              "|---|---|---|" + "---|" * len(objectives)]
     for r in records:

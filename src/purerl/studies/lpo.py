@@ -96,7 +96,6 @@ def drift_for(name_or_path: str):
     return f"LPO {run_name(name_or_path)}", lambda r, a: objectives.lpo_drift(r, jnp.log(r), a, params, hp.clip_eps)
 
 
-
 def drift_maps(drift) -> tuple[np.ndarray, np.ndarray]:
     """D and dObjective/dr = A - dD/dr on the (r, A) grid, shaped [A, r]."""
     rr, aa = jnp.meshgrid(RATIOS, ADVANTAGES)
