@@ -113,8 +113,8 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
              "Statistic: IQM over fresh victim seeds with its 95% percentile-bootstrap CI (per-seed values and n "
              f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap. "
              f"The evolved parameters are in `{plots_dir.name}/{PARAMS}/`, one folder per ES run (its config.json "
-             "holds the ES settings); `--from-params` re-evaluates them. A run on the same kind of machine "
-             "reproduces these numbers exactly.", "", *_es_budget(plots_dir / PARAMS)]
+             "holds the ES settings); `--from-params` re-evaluates them. A run on the same CPU (family, model and "
+             "SIMD extension, in the manifest) reproduces these numbers exactly.", "", *_es_budget(plots_dir / PARAMS)]
     train_json, test_json = plots_dir / "train_time.json", plots_dir / "test_time.json"
     if train_json.exists():
         r = json.loads(train_json.read_text())
