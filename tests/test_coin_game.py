@@ -210,12 +210,16 @@ def test_coin_cli_resume_refuses_other_settings(tmp_path, capsys):
     assert "holds a different run" in capsys.readouterr().err
 
 
-def test_torus_conv_equals_a_circular_flax_conv():
+@pytest.mark.parametrize("grid", [(3, 3), (4, 5)])
+def test_torus_conv_equals_a_circular_flax_conv(grid):
     import flax.linen as nn
 
     from purerl.nets import TorusConv
 
-    x = jax.random.normal(jax.random.PRNGKey(0), (5, 3, 3, 7))
+    x = jax.random.normal(jax.random.PRNGKey(0), (2, 5) + grid + (7,))
     params = TorusConv(4).init(jax.random.PRNGKey(1), x)
     reference = nn.Conv(4, (3, 3), padding="CIRCULAR").apply(params, x)
     np.testing.assert_allclose(TorusConv(4).apply(params, x), reference, atol=1e-5)
+    gradient = jax.grad(lambda p: (TorusConv(4).apply(p, x) ** 2).sum())(params)
+    reference_gradient = jax.grad(lambda p: (nn.Conv(4, (3, 3), padding="CIRCULAR").apply(p, x) ** 2).sum())(params)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4), gradient, reference_gradient)

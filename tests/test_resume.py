@@ -12,8 +12,8 @@ import pytest
 
 from purerl.cli import main
 
-# ~600 updates: long enough to be stopped mid-run, a few seconds of compute.
-LONG = ["train", "--seeds", "2", "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "153600",
+# ~2,400 updates: long enough to be stopped mid-run, a few seconds of compute.
+LONG = ["train", "--seeds", "2", "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "614400",
         "--update-epochs", "1", "--num-minibatches", "1", "--no-progress", "--checkpoint-every", "1e9"]
 SHORT = ["train", "--seeds", "2", "--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024",
          "--update-epochs", "1", "--num-minibatches", "1", "--no-progress"]

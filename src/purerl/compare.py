@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl import experiment, provenance, results, stats
+from purerl import evolve, experiment, provenance, results, rundir, stats
 from purerl.experiment import TrainSpec
 
 
@@ -138,10 +138,10 @@ def _lpo_lines(folder: Path) -> list[str]:
     for run in sorted(p for p in folder.glob("*") if (p / "config.json").is_file()):
         config = json.loads((run / "config.json").read_text())
         es, task = config["es"], config["task_info"]
-        sessions = json.loads((run / "provenance.json").read_text()) if (run / "provenance.json").exists() else []
-        rows = [line.split(",") for line in (run / "generations.csv").read_text().split()[1:]]
-        means, seconds = [float(r[2]) for r in rows], sum(float(r[-1]) for r in rows)
-        made = "; ".join(f"`{s['command']}` at {s['commit'][:10]} on {s['machine']}, {s['date']}" for s in sessions)
+        rows = evolve.read_log(run)
+        means, seconds = [row["mean"] for row in rows], sum(row["seconds"] for row in rows)
+        made = "; ".join(f"`{s['command']}` at {s['commit'][:10]} on {s['machine']}, {s['date']}"
+                         for s in rundir.sessions(run))
         lines += [f"- **lpo-{run.name}**: {es['strategy']}, population {es['population_size']} x {len(rows)} "
                   f"generations x {es['rollouts']} inner run(s) per candidate, lr {es['lr']} to {es['lr_final']}, "
                   f"std {es['std']} to {es['std_final']}, {es['fitness_shaping']} fitness, ES seed {es['seed']}; "

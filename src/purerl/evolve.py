@@ -271,7 +271,7 @@ def run(
         saved, progress = checkpointer.restore({"es_state": state, "best_params": best_params})
         start = progress["step"]
         state, best_params = saved["es_state"], saved["best_params"]
-        log = _read_log(out)[:start]
+        log = read_log(out)[:start]
         best_fitness = max((row["best"] for row in log), default=-np.inf)
 
     with _GenerationBar(progress and writer, cfg.generations, start) as bar, graceful_stop() as stop_signal:
@@ -319,7 +319,8 @@ def _write_log(out: Path, log: list[dict]) -> None:
     results.write_atomic(out / GENERATIONS_CSV, "\n".join(lines) + "\n")
 
 
-def _read_log(out: Path) -> list[dict]:
+def read_log(out: Path) -> list[dict]:
+    """The generation log of the evolve run in OUT (generations.csv), one dict per generation."""
     path = out / GENERATIONS_CSV
     if not path.exists():
         return []

@@ -22,6 +22,7 @@ and `value(obs)`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import ClassVar
@@ -29,6 +30,7 @@ from typing import ClassVar
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from purerl.distributions import Categorical, DiagGaussian
 from purerl.envs.core import ActionSpace
@@ -101,22 +103,37 @@ class ActorCritic(FeedForward, nn.Module):
 
 
 class TorusConv(nn.Module):
-    """A 3x3 convolution with wrap-around padding, as one matmul over the 9 shifted grids.
+    """A 3x3 convolution with wrap-around padding, as one dense matmul over the flattened grid.
 
-    Same result as `nn.Conv(padding="CIRCULAR")`, but XLA's CPU convolution is 5-6x
-    slower inside a loop (PPO's epochs) than at top level, while a matmul is not
-    (measured on [8192, 3, 3, 7] grids: conv 0.41 s per gradient in a scan, this 0.04 s).
+    Same parameters and result as `nn.Conv(padding="CIRCULAR")`. On a small grid
+    the convolution is a dense map whose weight is the kernel spread by a fixed
+    0/1 shift tensor, and one matmul beats both XLA's CPU convolution (5-6x
+    slower inside PPO's epoch loop) and nine rolled copies of the grid (measured
+    on [8192, 3, 3, 7] grids, 16 channels: rolls 19.4 ms per gradient, this 1.7 ms).
+    The weight grows as (H*W)^2, which suits the small boards it is used on.
     """
 
     features: int
 
     @nn.compact
     def __call__(self, x):
-        kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
+        height, width, channels = x.shape[-3:]
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, channels, self.features))
         bias = self.param("bias", nn.initializers.zeros, (self.features,))
-        shifted = jnp.stack([jnp.roll(x, (1 - di, 1 - dj), axis=(-3, -2)) for di in range(3) for dj in range(3)],
-                            axis=-2)  # [..., H, W, 9, C]
-        return jnp.einsum("...kc,kco->...o", shifted, kernel.reshape((9,) + kernel.shape[2:])) + bias
+        weight = jnp.einsum("kqp,kco->qcpo", _torus_shifts(height, width),
+                            kernel.reshape(9, channels, self.features))
+        flat = x.reshape(x.shape[:-3] + (height * width * channels,))
+        out = flat @ weight.reshape(height * width * channels, height * width * self.features)
+        return out.reshape(x.shape[:-3] + (height, width, self.features)) + bias
+
+
+def _torus_shifts(height: int, width: int) -> np.ndarray:
+    """[9, H*W, H*W] 0/1: tap k of a 3x3 kernel centred on cell p reads cell q (wrapping around)."""
+    shifts = np.zeros((9, height * width, height * width), np.float32)
+    for i, j, di, dj in itertools.product(range(height), range(width), range(3), range(3)):
+        source = ((i + di - 1) % height) * width + (j + dj - 1) % width
+        shifts[di * 3 + dj, source, i * width + j] += 1.0
+    return shifts
 
 
 class GridEncoder(nn.Module):

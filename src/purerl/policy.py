@@ -34,23 +34,13 @@ class Policy:
     def _flat(self, obs):
         obs = jnp.asarray(obs, jnp.float32)
         size = self.env.observation_shape[0]
-        return obs.reshape(obs.shape[: obs.ndim - _raw_ndim(self.env)] + (size,))
+        return obs.reshape(obs.shape[: obs.ndim - len(self.env.raw_observation_shape)] + (size,))
 
     def __call__(self, obs) -> np.ndarray:
         return np.asarray(self._greedy(obs))
 
     def sample(self, key: jax.Array, obs) -> np.ndarray:
         return np.asarray(self._sample(key, obs))
-
-
-def _raw_ndim(env) -> int:
-    """Number of axes of one raw (unflattened) observation; a masked task's (`envs.pomdp`) is flat."""
-    from purerl.envs.pomdp import KeepObservation
-
-    inner = env
-    while hasattr(inner, "env") and not isinstance(inner, KeepObservation):
-        inner = inner.env
-    return len(inner.observation_shape)
 
 
 def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:

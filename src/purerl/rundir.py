@@ -110,8 +110,13 @@ def record_session(out: Path, facts: dict) -> None:
 
     out = Path(out)
     if (out / CONFIG).is_file():
-        starts = json.loads((out / PROVENANCE).read_text()) if (out / PROVENANCE).exists() else []
-        write_atomic(out / PROVENANCE, json.dumps([*starts, facts], indent=2) + "\n")
+        write_atomic(out / PROVENANCE, json.dumps([*sessions(out), facts], indent=2) + "\n")
+
+
+def sessions(out: Path) -> list[dict]:
+    """The facts `record_session` kept for each session that worked on the run in OUT, oldest first."""
+    path = Path(out) / PROVENANCE
+    return json.loads(path.read_text()) if path.exists() else []
 
 
 def start(out: Path, config: dict[str, Any], resumed: bool) -> None:

@@ -80,6 +80,12 @@ class Env:
     action_space: ActionSpace
     max_episode_steps: int
 
+    @property
+    def raw_observation_shape(self) -> tuple[int, ...]:
+        """The shape of one observation as the task defines it, before a wrapper flattens it for an MLP
+        (what a trained `Policy` accepts)."""
+        return self.observation_shape
+
     def reset(self, key: jax.Array) -> tuple[jax.Array, Any]:
         raise NotImplementedError
 

@@ -41,6 +41,10 @@ class KeepObservation(Wrapper):
         self.name = name or env.name
         self.observation_shape = (len(self.indices),)
 
+    @property
+    def raw_observation_shape(self) -> tuple[int, ...]:
+        return self.observation_shape  # the masked task's own observation, not the full one it hides
+
     def keep(self, obs):
         """The agent's view of flat observations (any leading axes)."""
         return obs[..., self._take]

@@ -26,6 +26,10 @@ class Wrapper(Env):
         self.action_space = env.action_space
         self.max_episode_steps = env.max_episode_steps
 
+    @property
+    def raw_observation_shape(self) -> tuple[int, ...]:
+        return self.env.raw_observation_shape
+
     def reset(self, key):
         return self.env.reset(key)
 

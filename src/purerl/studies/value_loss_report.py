@@ -35,7 +35,7 @@ def load_evolution(source: Path) -> dict:
     config = json.loads(config_path.read_text())
     if config.get("task") != "value-loss":
         raise ConfigError(f"{source} is not a value-loss evolve run")
-    log = evolve._read_log(source)
+    log = evolve.read_log(source)
     if not log:
         raise ConfigError(f"{source} has no {evolve.GENERATIONS_CSV}")
     params = evolve.load_meta_params(source / evolve.MEAN_PARAMS, value_loss.initial_params())
