@@ -81,7 +81,8 @@ STUDIES = {s.name: s for s in (
         "purerl mfos table --preset small --report docs/results/mfos.md",
     )),
     Study("mfos_coin", "mfos_coin.md", TRAINING + _MFOS, ("coin",), (
-        "purerl mfos --game coin --preset cpu --out {runs}/mfos-coin --report docs/results/mfos_coin.md",
+        "purerl mfos --game coin --preset cpu --seeds 10 --meta-episodes 1500 --out {runs}/mfos-coin "
+        "--report docs/results/mfos_coin.md",
     )),
     # Two ES seeds per train-time mode; each report command evaluates every run present under --runs-dir.
     Study("act", "act.md", TRAINING + EVOLUTION + ("envs/cheap_talk.py", "studies/act*.py"), ("train-time", "test-time"), (

@@ -83,7 +83,7 @@ class CoinSettings:
 PRESETS: dict[str, CoinSettings] = {
     "paper": CoinSettings(512, 1000, 3, 16, "the authors' scale: 512 boards x 1000 meta-episodes (one GPU)"),
     "cpu": CoinSettings(32, 12, 2, 16,
-                        "smoke run on a 2-core CPU: 32 boards x 12 meta-episodes, 2 seeds (about 2 min)"),
+                        "smoke run on a 2-core CPU: 32 boards x 12 meta-episodes, 2 seeds (about 30 s)"),
     "tiny": CoinSettings(4, 2, 1, 4, "test: 4 boards x 2 meta-episodes"),
 }
 

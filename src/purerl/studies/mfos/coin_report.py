@@ -9,7 +9,7 @@ import numpy as np
 
 from purerl.studies.mfos.coin import INNER_EPISODES, INNER_STEPS, LOG_COLUMNS, CoinSettings
 from purerl.studies.mfos.report import format_cell, pyplot, save_figure
-from purerl.studies.mfos.runs import MIN_SEEDS_FOR_CI
+from purerl.studies.mfos.runs import MIN_SEEDS_FOR_CI, summaries
 
 
 def write_results(out: Path, result: dict, preset: str) -> None:
@@ -55,7 +55,7 @@ def write_report(report: Path, result: dict, settings: CoinSettings, preset: str
     plots = report.parent / report.stem
     plots.mkdir(parents=True, exist_ok=True)
     plot_learning(result["log"], plots / "learning.png", preset)
-    first = result["log"][:, 0].mean(axis=0)
+    first = summaries(result["log"][:, 0], LOG_COLUMNS)
     board_steps = settings.num_boards * settings.meta_episodes * INNER_EPISODES * INNER_STEPS
     provenance.record("mfos_coin", report, "coin", argv, result["compile_s"] + result["run_s"],
                       {"generations": settings.meta_episodes, "env_steps_per_run": board_steps, "seeds": result["seeds"]},
@@ -68,16 +68,28 @@ def write_report(report: Path, result: dict, settings: CoinSettings, preset: str
         f"episode, on {settings.num_boards} boards for {settings.meta_episodes} meta-episodes of {INNER_EPISODES} "
         f"inner episodes x {INNER_STEPS} steps; seeds {result['seeds']}. Compile {result['compile_s']:.0f} s, run "
         f"{result['run_s']:.0f} s{speed_note(result)}.", "",
-        f"| per meta-episode | first (untrained M-FOS) | last {result['final_window']}: {statistic} |",
-        "|---|---|---|",
+        f"| per meta-episode, {statistic} | first (untrained M-FOS) | last {result['final_window']} | change |",
+        "|---|---|---|---|",
     ]
-    lines += [f"| {name} | {first[j]:+.3f} | {format_cell(result['final'][name])} |" for j, name in enumerate(LOG_COLUMNS)]
+    lines += [f"| {name} | {format_cell(first[name])} | {format_cell(result['final'][name])} | "
+              f"{change(first[name], result['final'][name])} |" for name in LOG_COLUMNS]
     lines += [
         "", "Rewards are per step and per board; an own-coin rate is the share of the coins a player took that "
-        "were its own (1: it never takes the other's coin; 0.5: it does not care whose coin it takes).", "",
+        "were its own (1: it never takes the other's coin; 0.5: it does not care whose coin it takes). Every "
+        "meta-episode starts a fresh opponent, so a change in the opponent's numbers is M-FOS shaping how it "
+        "learns. A change is named only where the two 95% CIs separate.", "",
         f"![learning]({plots.name}/learning.png)", "",
     ]
     results.write_atomic(report, "\n".join(lines))
+
+
+def change(first: dict, last: dict) -> str:
+    """"rose" or "fell" where the 95% CIs separate, else "not distinguishable" (no verdict without CIs)."""
+    if first.get("ci95_low") is None or last.get("ci95_low") is None:
+        return "no CI"
+    if last["ci95_low"] > first["ci95_high"]:
+        return "rose"
+    return "fell" if last["ci95_high"] < first["ci95_low"] else "not distinguishable"
 
 
 def speed_note(result: dict) -> str:
