@@ -118,6 +118,35 @@ def test_chunk_logger_skips_updates_in_which_no_episode_ended():
     assert points[("default", "aggregate")][1] == {"episode_return": 2.0, "episode_return_iqm": 2.0, "value_loss": 0.5}
 
 
+def test_closing_in_the_background_follows_every_write_and_close_waits_for_it():
+    import threading
+
+    events, release = [], threading.Event()
+
+    class SlowToClose:
+        def __init__(self, out, config, num_updates):
+            pass
+
+        def write(self, steps, points):
+            events.append("write")
+
+        def close(self):
+            release.wait(10)  # W&B's finish waiting on its service
+            events.append("closed")
+
+    loggers._BACKENDS["slow"] = SlowToClose
+    try:
+        chunk_logger = loggers.ChunkLogger(["slow"], "unused", ["seed=0"], {"default": [0]}, 10, {})
+        chunk_logger.write(0, {"episode_return": np.ones((1, 2))})
+        chunk_logger.close_in_background()
+        assert "closed" not in events  # returned at once: the run's outputs are written meanwhile
+        release.set()
+        chunk_logger.close()
+    finally:
+        del loggers._BACKENDS["slow"]
+    assert events == ["write", "closed"]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--log", "csv"], "invalid choice: 'csv'"),
 ])

@@ -151,25 +151,34 @@ def run(
     steps_per_update = cfg.batch_size  # per member: the progress bar, like the plots, counts one agent's steps
     chunk_log = loggers.ChunkLogger(log if writer and log else [], out, [members.label(i) for i in range(n)],
                                     members.groups(), steps_per_update, config_json)
-    with TrainingBar(progress and writer, cfg.num_updates * steps_per_update, n) as bar:
-        compile_start = time.perf_counter()
-        state = init_fn(keys, hps)
-        init_s = time.perf_counter() - compile_start
+    try:  # the logger is closed however training ends (a SIGINT's StopRequested included)
+        with TrainingBar(progress and writer, cfg.num_updates * steps_per_update, n) as bar:
+            compile_start = time.perf_counter()
+            state = init_fn(keys, hps)
+            init_s = time.perf_counter() - compile_start
 
-        def advance_bar(start, stop, state):
-            returns = placement.get(state.metrics["episode_return"][:, start:stop], n)
-            bar.advance(steps_per_update * stop, returns)
-            if log:  # every process joins the gather; only the writer's logger has backends
-                chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], state.metrics), n))
+            def advance_bar(start, stop, state):
+                returns = placement.get(state.metrics["episode_return"][:, start:stop], n)
+                bar.advance(steps_per_update * stop, returns)
+                if log:  # every process joins the gather; only the writer's logger has backends
+                    chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], state.metrics), n))
 
-        finished = run_chunks(run_fn, state, placement, n, cfg.num_updates, shared=(hps, meta_params),
-                              checkpoint_dir=out / results.CHECKPOINT, resume=resumed,
-                              chunk=chunk_updates or max(1, math.ceil(cfg.num_updates / 25)),
-                              checkpoint_every_s=checkpoint_every_s, stop_after_chunks=stop_after_chunks,
-                              on_chunk=advance_bar)
-    chunk_log.close()
-    if finished is None:
-        return None
+            finished = run_chunks(run_fn, state, placement, n, cfg.num_updates, shared=(hps, meta_params),
+                                  checkpoint_dir=out / results.CHECKPOINT, resume=resumed,
+                                  chunk=chunk_updates or max(1, math.ceil(cfg.num_updates / 25)),
+                                  checkpoint_every_s=checkpoint_every_s, stop_after_chunks=stop_after_chunks,
+                                  on_chunk=advance_bar)
+        chunk_log.close_in_background()  # W&B's finish overlaps the outputs below
+        if finished is None:
+            return None
+        return _finish(spec, members, train, placement, out, finished, init_s, writer)
+    finally:
+        chunk_log.close()
+
+
+def _finish(spec, members: Members, train, placement, out: Path, finished, init_s: float, writer: bool) -> dict:
+    """The summary, and (on the writing process) metrics.csv, summary.json and curves.png of a finished run."""
+    cfg, n = train.config, len(members)
     state, timing = finished
     metrics = {name: values.T for name, values in placement.get(state.metrics, n).items()}  # [updates, members]
     previous = out / results.SUMMARY

@@ -51,7 +51,7 @@ class ChunkLogger:
         total_timesteps = config.get("config", {}).get("total_timesteps")
         self.num_updates = total_timesteps // steps_per_update if total_timesteps else None
         self.series = [_member_series(label) for label in labels]  # (setting, "seed=N") per member
-        self.kinds, self.backends = kinds, []
+        self.kinds, self.backends, self.closing = kinds, [], False
         # One background thread opens the backends (W&B starts a service: seconds, overlapped with the compile),
         # then writes each chunk while the next one computes (XLA releases the GIL), in chunk order.
         self.worker = ThreadPoolExecutor(max_workers=1) if kinds else None
@@ -80,12 +80,28 @@ class ChunkLogger:
         for backend in self.backends:
             backend.write(steps, points)
 
+    def close_in_background(self) -> None:
+        """Queue the backends' closing behind the chunks already queued and return at once: W&B's finish
+        waits about a second on its service, which then overlaps the run's own outputs. `close` joins it."""
+        if self.worker is not None and not self.closing:
+            self.closing, previous = True, self.pending
+            self.pending = self.worker.submit(self._close_after, previous)
+
     def close(self) -> None:
-        if self.pending is not None:
-            self.pending.result()
-            self.worker.shutdown()
-        for backend in self.backends:
-            backend.close()
+        """Close every backend (after the chunks already queued) and wait until they are closed."""
+        if self.worker is None:
+            return
+        self.close_in_background()
+        self.pending.result()
+        self.worker.shutdown()
+
+    def _close_after(self, previous) -> None:
+        try:
+            if previous is not None:
+                previous.result()  # the last chunk's errors surface in `close`
+        finally:
+            for backend in self.backends:
+                backend.close()
 
 
 def _member_series(label: str) -> tuple[str, str]:
