@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from purerl.bench import harness, report
 
 
@@ -113,6 +115,21 @@ def test_evolve_report_states_the_split_of_a_generation(tmp_path):
     assert "| ES ask | 0.0100 |" in text and "0.199%" in text
     assert "`purerl bench --task evolve`; " in text and " at commit" not in text  # none recorded: none claimed
     assert report.command_line({"command": "purerl bench", "commit": "e5fd6d9"}) == "`purerl bench` at commit `e5fd6d9`."
+
+
+@pytest.mark.timeout(600)
+def test_evolve_throughput_times_real_generations_and_their_parts(monkeypatch):
+    from purerl.bench import worker
+    from purerl.studies import value_loss
+
+    monkeypatch.setitem(value_loss.PRESETS, "tiny", dict(es=dict(population_size=4, generations=3, rollouts=1),
+                                                         inner=dict(num_envs=2, num_steps=8, total_timesteps=64)))
+    monkeypatch.setitem(worker.EVOLVE_PRESETS, "cpu", "tiny")
+    result = worker.measure_evolve("cpu", generations=2)
+    assert result["study_preset"] == "tiny" and result["inner_total_timesteps"] == 64
+    assert result["population_size"] == 4 and result["generations_measured"] == 2
+    assert 0 < result["es_overhead_fraction"] < 1 and result["agents_per_hour"] > 0
+    assert set(result["parts_s"]) >= {"ask", "tell", "inner_training", "checkpoint"}
 
 
 def test_unrolled_threefry_gives_the_same_bits_as_jax_cpu_default():

@@ -148,3 +148,15 @@ def test_eval_gif_renders_a_whole_episode(capsys, monkeypatch, tmp_path, env):
     with Image.open(out / "episode.gif") as gif:
         assert gif.n_frames >= 2
     assert not list(out.glob(".*tmp*"))
+
+
+def test_every_command_prints_its_help(capsys):
+    """argparse %-formats help strings, so a bare '%' in one crashes `--help` with a traceback."""
+    from purerl.cli import build_parser
+
+    commands = [[]] + [[name] for name in build_parser()._subparsers._group_actions[0].choices]
+    for command in commands:
+        with pytest.raises(SystemExit) as exit_info:
+            main([*command, "--help"])
+        assert exit_info.value.code == 0, command
+        assert "usage: purerl" in capsys.readouterr().out

@@ -158,7 +158,7 @@ def _evolve_section(record: dict) -> list[str]:
     if r.get("error"):
         return lines + [f"Could not run: {r['error']}", ""]
     lines += [
-        f"The value-loss study (`purerl evolve --task value-loss --preset {r['study_preset']}`): population "
+        f"The value-loss study (`purerl evolve value-loss --preset {r['study_preset']}`): population "
         f"{r['population_size']} x {r['rollouts']} rollout(s), each a CartPole PPO run of {r['inner_total_timesteps']:,} "
         f"env steps, on {r['devices']} {r['backend']} device(s) (the candidates are sharded over them). "
         f"Median of {r['generations_measured']} generations after the first (which compiles: "

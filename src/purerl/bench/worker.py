@@ -185,7 +185,7 @@ def measure_evolve(preset: str, generations: int) -> dict:
     task = value_loss.make_task(study)
     config = value_loss.es_config(study)
     evolution = Evolution(task, config)
-    inner = value_loss.inner_config(task.info["total_timesteps"])
+    inner = value_loss.inner_config(study, total_timesteps=task.info["total_timesteps"])
     agents = config.population_size * config.rollouts
     state = evolution.init_state()
     tick = time.perf_counter()

@@ -1,4 +1,4 @@
-"""`purerl bench | results`: speed against peers, and the provenance of published results."""
+"""`purerl bench | results | plot | summary`: speed against peers, the provenance of published results, and comparing finished runs."""
 
 from __future__ import annotations
 
@@ -102,8 +102,8 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 def add_runs(sub) -> None:
     """`purerl plot` and `purerl summary`: compare finished runs."""
-    for name, help_text in (("plot", "overlay runs (and their grid settings) as IQM curves with 95% bootstrap bands"),
-                            ("summary", "one table of the final returns of runs, with 95% CIs")):
+    for name, help_text in (("plot", "overlay runs (and their grid settings) as IQM curves with 95%% bootstrap bands"),
+                            ("summary", "one table of the final returns of runs, with 95%% CIs")):  # argparse %-formats
         compare_runs = sub.add_parser(name, help=help_text)
         compare_runs.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="purerl train run directories")
         if name == "plot":

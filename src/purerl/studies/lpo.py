@@ -27,7 +27,7 @@ from purerl.evolve import ESConfig, MetaTask, load_meta_params, train_fitness
 #      same seed for all, fresh each generation), fitness = mean return over training (AUC: on 12 seeds its
 #      paired standard error was half the final return's). Small steps, because the fitness is noisy and Adam
 #      moves every weight by about lr per generation whatever the gradient's size: lr 0.01 -> 0.002, std 0.05
-#      -> 0.02. About 6-8 s per generation, 30-40 minutes per ES seed on 2 cores.
+#      -> 0.02. About 3.5-5 s per generation, 17-26 minutes per ES seed on 2 cores.
 # paper: Brax Ant, population 32 x 1 seed, 1000 generations, the Brax preset, the paper's OpenES, for one GPU.
 PRESETS = {
     "cpu": dict(env="CartPole-v1", config=dict(total_timesteps=65_536), fitness="auc",
