@@ -65,13 +65,29 @@ def test_overwrite_refuses_a_run_holding_a_foreign_file(capsys, tmp_path):
     run = fake_run(tmp_path / "run", {"command": "train"}, extra={"metrics.csv": "x", "notes.txt": "mine"})
     before = snapshot(run)
     code, _, err = run_cli(capsys, "train", *SMALL, "--out", run, "--overwrite")
-    assert code == 2 and "files purerl did not write (notes.txt)" in err
+    assert code == 2 and "files purerl did not write or does not replace (notes.txt)" in err
+    assert snapshot(run) == before
+
+
+@pytest.mark.parametrize("entry", ["holiday.gif", ".keys.tmp", "analysis/notes.md", "report/paper.tex",
+                                   "mfos/figure.png"])
+def test_overwrite_refuses_user_files_named_like_purerls_own(capsys, tmp_path, entry):
+    """Names are matched exactly: a user's GIF, a temp file of theirs, or an analysis folder (another command's
+    output, where notes may sit beside it) is kept and stops --overwrite."""
+    run = fake_run(tmp_path / "run", {"command": "train"}, extra={"metrics.csv": "x"})
+    (run / entry).parent.mkdir(parents=True, exist_ok=True)
+    (run / entry).write_text("mine")
+    before = snapshot(run)
+    code, _, err = run_cli(capsys, "train", *SMALL, "--out", run, "--overwrite")
+    assert code == 2 and Path(entry).parts[0] in err and err.count("\n") == 1
     assert snapshot(run) == before
 
 
 def test_overwrite_replaces_a_run_that_holds_only_purerls_files(tmp_path):
     run = fake_run(tmp_path / "run", {"command": "train", "seeds": [0]}, extra={"metrics.csv": "old"})
     (run / "checkpoint" / "7").mkdir(parents=True)
+    (run / "tensorboard" / "default").mkdir(parents=True)
+    (run / ".curves.png.tmp.png").write_text("a plot cut short")
     assert rundir.prepare(run, {"command": "train", "seeds": [1]}, resume=False, overwrite=True) is False
     rundir.start(run, {"command": "train", "seeds": [1]}, resumed=False)
     assert sorted(p.name for p in run.iterdir()) == [rundir.MARKER, rundir.CONFIG]

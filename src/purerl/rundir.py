@@ -13,7 +13,6 @@ and `start` (before anything is written), so they share the same guarantees:
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import shutil
@@ -27,13 +26,19 @@ MARKER = ".purerl-run"
 CONFIG = "config.json"
 CHECKPOINT = "checkpoint"
 PROVENANCE = "provenance.json"
-# Everything purerl writes at the top of a run directory; anything else is the user's.
-OWN_ENTRIES = (
-    MARKER, CONFIG, CHECKPOINT, "metrics.csv", "summary.json", "curves.png", "eval.json", "*.gif",
-    "generations.csv", "fitness.png", PROVENANCE, "best_meta_params.msgpack", "mean_meta_params.msgpack", "analysis",
-    "report", "rewards.png", "policies.png", "learning.png", "mfos.md", "mfos", "table.json", "tensorboard", "wandb",
-    ".*.tmp", ".*.tmp.png",
+# The files purerl writes at the top of a run directory, by exact name (`eval --gif` writes episode.gif unless
+# told otherwise), and the folders that a library writes whole (orbax checkpoints, TensorBoard, W&B). Anything
+# else is kept, and `--overwrite` refuses while it is there: a user's file, an analysis another command wrote
+# into the run (its notes may sit beside it), a GIF under a name of the user's choosing.
+OWN_FILES = (
+    MARKER, CONFIG, "metrics.csv", "summary.json", "curves.png", "eval.json", "episode.gif", "generations.csv",
+    "fitness.png", PROVENANCE, "best_meta_params.msgpack", "mean_meta_params.msgpack", "rewards.png", "policies.png",
+    "learning.png", "mfos.md", "table.json",
 )
+OWN_FOLDERS = (CHECKPOINT, "tensorboard", "wandb")
+# A write in progress (`results.write_atomic` and the plot writers) or cut short leaves one of these.
+_TEMPORARY = {f".{name}{suffix}" for name in OWN_FILES for suffix in (".tmp", ".tmp.png")} | {
+    f".{Path(name).stem}.tmp.png" for name in OWN_FILES}
 
 
 def holds_run(out: Path) -> bool:
@@ -41,8 +46,13 @@ def holds_run(out: Path) -> bool:
 
 
 def foreign_entries(out: Path) -> list[str]:
-    """Names at the top of `out` that purerl did not write."""
-    return sorted(p.name for p in out.iterdir() if not any(fnmatch.fnmatch(p.name, pat) for pat in OWN_ENTRIES))
+    """Names at the top of `out` that `--overwrite` must not delete: everything but purerl's own."""
+    def own(entry: Path) -> bool:
+        if entry.is_dir() and not entry.is_symlink():
+            return entry.name in OWN_FOLDERS
+        return entry.name in OWN_FILES or entry.name in _TEMPORARY
+
+    return sorted(p.name for p in out.iterdir() if not own(p))
 
 
 def check_writable(out: Path) -> None:
@@ -97,7 +107,8 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
             raise ConfigError(f"refusing to overwrite {out}: it is the current, home or root directory")
         foreign = foreign_entries(out)
         if foreign:
-            raise ConfigError(f"refusing to overwrite {out}: it holds files purerl did not write ({', '.join(foreign[:3])})")
+            raise ConfigError(f"refusing to overwrite {out}: it holds files purerl did not write or does not replace "
+                              f"({', '.join(foreign[:3])}); move them out first")
     check_writable(out)
     return False
 
