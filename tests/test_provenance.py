@@ -1,6 +1,7 @@
 """Provenance of published results: manifest entries, staleness, and the statistics rules of the tables."""
 
 import json
+import re
 import subprocess
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from purerl import compare, provenance, stats
 from purerl.cli import main
+from purerl.config import ConfigError
 
 STUDY = provenance.Study("toy", "toy.md", ("core/*.py",), ("a", "b"), ("purerl compare --runs-dir {runs}/toy",))
 BUDGET = {"population": 16, "generations": 4, "env_steps_per_run": 32768, "seeds": list(range(10))}
@@ -200,3 +202,27 @@ def test_each_evolved_drift_is_a_column_and_the_report_says_how_it_was_evolved(t
     assert "over generations 0-9: 100.0 (std 0.0 across them), over the last 10: 200.0 (std 0.0)" in text
     assert "| PPO | none | 0 | 1 | 0 | 0 | 0.156 |" in text
     assert "LPO-ES0 against PPO at these budgets (non-overlapping 95% CIs only): LPO-ES0 ahead on 1 (A)." in text
+
+
+@pytest.mark.parametrize("setup, report, message", [
+    (lambda d: None, "out.txt", "markdown (.md)"),
+    (lambda d: (d / "dir.md").mkdir(), "dir.md", "markdown (.md)"),
+    (lambda d: (d / "notes.md").write_text("mine"), "notes.md", "purerl did not write it"),
+    (lambda d: (d / "manifest.json").write_text('{"name": "my-web-app"}'), "r.md", "not a purerl results manifest"),
+    (lambda d: (d / "manifest.json").write_text("{not json"), "r.md", "not a purerl results manifest"),
+    (lambda d: (d / "r").write_text("a file"), "r.md", "is a file"),
+])
+def test_a_report_purerl_must_not_write_is_refused_before_anything_runs(tmp_path, setup, report, message):
+    setup(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        provenance.check_report(tmp_path / report)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+def test_compare_refuses_a_foreign_report_with_one_line_before_training(capsys, tmp_path):
+    (tmp_path / "notes.md").write_text("mine")
+    code = main(["compare", "--seeds", "1", "--runs-dir", str(tmp_path / "runs"), "--report", str(tmp_path / "notes.md")])
+    err = capsys.readouterr().err
+    assert code == 2 and "purerl did not write it" in err and err.count("\n") == 1
+    assert (tmp_path / "notes.md").read_text() == "mine" and not (tmp_path / "runs").exists()

@@ -231,8 +231,36 @@ def forget(report: Path, part: str) -> None:
 
 
 def read_manifest(results_dir: Path) -> dict:
+    """The manifest.json in RESULTS_DIR ({} if none); one that is not purerl's is refused, never merged into."""
     path = Path(results_dir) / MANIFEST
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict) or not all(isinstance(d, dict) and "parts" in d for d in manifest.values()):
+        raise ConfigError(f"{path} is not a purerl results manifest; choose a --report in another folder")
+    return manifest
+
+
+def check_report(report: Path) -> Path:
+    """Refuse, before anything runs, a --report that purerl could not write or must not replace: not a .md path,
+    a folder, a file purerl did not write (its manifest does not list it), a foreign manifest.json beside it,
+    or a file where its plots' folder (REPORT_STEM/) goes."""
+    from purerl import rundir
+
+    report = Path(report)
+    if report.suffix != ".md" or report.is_dir():
+        raise ConfigError(f"--report must be the path of a markdown (.md) file, got {report}")
+    rundir.check_writable(report.parent)
+    listed = report.name in read_manifest(report.parent)
+    if report.exists() and not listed:
+        raise ConfigError(f"refusing to replace {report}: purerl did not write it (its {MANIFEST} does not list it)")
+    folder = report.parent / report.stem
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder} is a file; the report's data and plots go in a folder of that name")
+    return report
 
 
 def header(report: Path, study_name: str) -> list[str]:

@@ -129,6 +129,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                   f"|D - D_dpo| mean {f['mean_abs_difference_from_dpo']:.3f} max {f['max_abs_difference_from_dpo']:.2f}")
         print(f"plot: {report['plot']}")
         return 0
+    from purerl import provenance
     from purerl.studies import value_loss_report
 
     sources = [Path(p) for p in args.run_dir.split(",") if p]
@@ -143,7 +144,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if unknown or not stages:
         raise ConfigError(f"unknown stage '{unknown[0] if unknown else args.stages}'; choose from "
                           f"{', '.join(value_loss_report.STAGES)}")
-    args.report = args.report or sources[0] / "analysis" / "value_loss.md"
+    args.report = provenance.check_report(args.report or sources[0] / "analysis" / "value_loss.md")
     record = value_loss_report.analyze(sources, args.report, args.seeds, args.argv, args.transfer_seeds, stages)
     shape = record["shape"]
     print(f"learned loss: over/under-estimation loss ratio {shape['over_under_ratio']}, convex={shape['convex']} "
