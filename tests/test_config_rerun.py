@@ -76,3 +76,23 @@ def test_bad_config_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, orig
     assert code == 2
     assert message in err and err.count("\n") == 1, err
     assert not out.exists()
+
+
+def test_a_dqn_record_reruns_bit_identically(capsys, tmp_path):
+    original, rerun = tmp_path / "dqn", tmp_path / "rerun"
+    assert main(["train", "--algo", "dqn", "--out", str(original), "--total-timesteps", "2048", "--no-progress"]) == 0
+    code, _, err = run_cli(capsys, "train", "--config", original, "--out", rerun, "--no-progress")
+    assert code == 0, err
+    assert (rerun / "metrics.csv").read_bytes() == (original / "metrics.csv").read_bytes()
+    code, _, err = run_cli(capsys, "train", "--config", original, "--out", tmp_path / "other", "--clip-eps", "0.1")
+    assert code == 2 and "--clip-eps is not a setting of the recorded dqn run" in err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--algo", "dqn"], "--algo dqn cannot replace the record's ppo"),
+    (["--network", "gru"], "--network gru cannot replace the record's mlp"),
+])
+def test_a_rerun_keeps_its_algorithm_and_network(capsys, tmp_path, original, flags, message):
+    code, _, err = run_cli(capsys, "train", "--config", original, "--out", tmp_path / "rerun", *flags)
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert not (tmp_path / "rerun").exists()

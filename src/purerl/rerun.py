@@ -55,7 +55,7 @@ def load_spec(path: Path):
 
 def _check_types(spec) -> None:
     """JSON can hold any type; the config fields must hold the ones the program is built from."""
-    for field in dataclasses.fields(PPOConfig):
+    for field in dataclasses.fields(spec.config):  # the recorded algorithm's own config class
         value = getattr(spec.config, field.name)
         expected = {"env": str, "activation": str, "hidden_sizes": tuple}.get(field.name)
         if expected is None:
@@ -74,10 +74,19 @@ def apply_flags(spec, args: argparse.Namespace, given: set[str]):
     if "preset" in given:
         raise ConfigError("--preset cannot be combined with --config: the record already holds its preset's "
                           "values; override single fields instead")
-    config_fields = {f.name for f in dataclasses.fields(PPOConfig)}
+    for flag in ("algo", "network"):
+        if flag in given and getattr(args, flag) != getattr(spec, flag):
+            raise ConfigError(f"--{flag} {getattr(args, flag)} cannot replace the record's {getattr(spec, flag)}: a "
+                              "rerun keeps its algorithm and network (train without --config for a new one)")
+    config_fields = {f.name for f in dataclasses.fields(spec.config)}
+    hyperparam_fields = set(type(spec.hyperparams)._fields)
+    foreign = sorted(given & ({f.name for f in dataclasses.fields(PPOConfig)} | set(HyperParams._fields))
+                     - config_fields - hyperparam_fields)
+    if foreign:
+        raise ConfigError(f"--{foreign[0].replace('_', '-')} is not a setting of the recorded {spec.algo} run")
     config = spec.config.replace(**{name: getattr(args, name) for name in given & config_fields})
     hyperparams, grid = spec.hyperparams, dict(spec.grid)
-    for name in given & set(HyperParams._fields):
+    for name in given & hyperparam_fields:
         values = getattr(args, name)
         if not values:
             raise ConfigError(f"--{name.replace('_', '-')} needs a value")
