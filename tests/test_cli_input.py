@@ -160,3 +160,27 @@ def test_every_command_prints_its_help(capsys):
             main([*command, "--help"])
         assert exit_info.value.code == 0, command
         assert "usage: purerl" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["evolve", "value-loss", "--total-timesteps", "0"], "expected a positive number"),
+    (["bench", "--total-timesteps", "-5"], "expected a positive number"),
+    (["bench", "--out", "notes.txt"], "--out must be the path of a markdown (.md) file"),
+    (["bench", "--task", "evolve", "--seeds", "8"], "--seeds does not apply to --task evolve"),
+])
+def test_bad_counts_and_destinations_are_one_line_before_anything_runs(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.strip().count("\n") <= 1, err
+    assert not any(tmp_path.iterdir())
+
+
+def test_bench_refuses_to_replace_a_markdown_file_it_did_not_write(capsys, tmp_path):
+    (tmp_path / "notes.md").write_text("mine")
+    assert main(["bench", "--out", str(tmp_path / "notes.md")]) == 2
+    assert "not a purerl benchmark report" in capsys.readouterr().err
+    assert (tmp_path / "notes.md").read_text() == "mine"

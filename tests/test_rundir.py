@@ -130,3 +130,13 @@ def test_a_directory_without_write_permission_is_refused(capsys, tmp_path):
     locked.mkdir(mode=0o555)
     code, _, err = run_cli(capsys, "train", *SMALL, "--out", locked / "run")
     assert code == 2 and "is not writable" in err
+
+
+@pytest.mark.parametrize("extra", [["--resume"], []])  # (--overwrite replaces it: it is purerl's own file)
+def test_a_corrupt_config_json_is_one_line(capsys, tmp_path, extra):
+    run = fake_run(tmp_path / "run", {"command": "train"})
+    (run / rundir.CONFIG).write_text("{not json")
+    code, _, err = run_cli(capsys, "train", *SMALL, "--out", run, *extra)
+    assert code == 2 and "cannot be read as a run's settings" in err and err.count("\n") == 1
+    code, _, err = run_cli(capsys, "eval", run)
+    assert code == 2 and "cannot be read as a run's settings" in err

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl import results
+from purerl import results, rundir
 from purerl.config import ConfigError
 
 
@@ -51,7 +50,7 @@ def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
     run_dir = Path(run_dir)
     if not (run_dir / results.CONFIG).exists():
         raise ConfigError(f"{run_dir} is not a purerl run directory (no {results.CONFIG})")
-    config = json.loads((run_dir / results.CONFIG).read_text())
+    config = rundir.read_config(run_dir)
     if config.get("command") != "train":
         raise ConfigError(f"{run_dir} is a purerl {config.get('command', 'unknown')} run; this needs a run of purerl train")
     spec = TrainSpec.from_json(config)

@@ -41,6 +41,17 @@ _TEMPORARY = {f".{name}{suffix}" for name in OWN_FILES for suffix in (".tmp", ".
     f".{Path(name).stem}.tmp.png" for name in OWN_FILES}
 
 
+def read_config(out: Path) -> dict:
+    """The run's config.json, or a one-line error when it cannot be read as one."""
+    try:
+        config = json.loads((Path(out) / CONFIG).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ConfigError(f"{Path(out) / CONFIG} cannot be read as a run's settings ({error})") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{Path(out) / CONFIG} does not hold a run's settings")
+    return config
+
+
 def holds_run(out: Path) -> bool:
     return (out / MARKER).is_file() and (out / CONFIG).is_file()
 
@@ -89,7 +100,7 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
     if resume:
         if not (out / CONFIG).is_file():
             raise ConfigError(f"--resume: {out} holds no purerl run to continue")
-        previous = json.loads((out / CONFIG).read_text())
+        previous = read_config(out)
         if previous != config:
             raise ConfigError(f"--resume: {out} holds a different run (differs in: {_differences(previous, config)})")
         check_writable(out)
@@ -98,7 +109,7 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
         if not holds_run(out):
             raise ConfigError(f"output directory {out} is not empty and is not a purerl run; choose a new or empty --out")
         if not overwrite:
-            previous = json.loads((out / CONFIG).read_text())
+            previous = read_config(out)
             if previous == config:
                 raise ConfigError(f"{out} already holds this run; pass --resume to continue it, or --overwrite to replace it")
             raise ConfigError(f"{out} already holds a different run (differs in: {_differences(previous, config)}); "

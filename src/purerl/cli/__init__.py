@@ -47,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"purerl: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except StopRequested as stop:
-        where = f"; checkpoint saved at {stop.done} of {stop.total}, continue with the same command and --resume" \
-            if stop.saved else ""
+        resumable = hasattr(args, "resume")  # compare and mfos table start over: say so, not "--resume"
+        where = "" if not stop.saved else (
+            f"; checkpoint saved at {stop.done} of {stop.total}, continue with the same command and --resume"
+            if resumable else f" at {stop.done} of {stop.total}; this command does not resume, run it again")
         print(f"purerl: stopped by {stop.signal_name}{where}", file=sys.stderr)
         return stop.exit_code
     except KeyboardInterrupt:

@@ -29,7 +29,7 @@ def add_evolve(sub) -> None:
     evolve.add_argument("--seed", type=integer)
     evolve.add_argument("--max-parallel", type=integer, help="candidates evaluated per compiled call (memory)")
     evolve.add_argument("--fitness", choices=["final", "auc"], help="final return or mean return over training")
-    evolve.add_argument("--total-timesteps", type=integer, help="env steps of each inner training run")
+    evolve.add_argument("--total-timesteps", type=positive(integer), help="env steps of each inner training run")
     evolve.add_argument("--memory-budget-mb", type=positive(finite_float),
                         help="evaluate in chunks that fit this much memory per device (XLA memory analysis)")
     add_distributed_flags(evolve)

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from purerl.cli.args import integer, positive_ints
+from purerl.cli.args import integer, positive, positive_ints
 from purerl.config import ConfigError
 
 
@@ -20,7 +20,7 @@ def add_bench(sub) -> None:
     bench.add_argument("--seeds", help="comma-separated widths, overriding the preset (e.g. 1,8,64)")
     bench.add_argument("--repeats", type=integer, default=3, help="timed runs per width (median reported)")
     bench.add_argument("--peers", default="sb3,rejax", help="comma-separated peers, or none")
-    bench.add_argument("--total-timesteps", type=integer, help="steps per agent (default: the task's)")
+    bench.add_argument("--total-timesteps", type=positive(integer), help="steps per agent (default: the task's)")
     bench.add_argument("--devices", help="comma-separated device counts: measure scaling with devices instead")
     bench.add_argument("--purejaxrl", type=Path, metavar="PATH",
                        help="a checkout of luchris429/purejaxrl: adds its own ppo.py as a peer")
@@ -36,6 +36,18 @@ def add_results(sub) -> None:
     results.add_argument("--runs-dir", default="runs/reproduce", help="scratch folder for --commands' run directories")
     results.add_argument("--results-dir", type=Path, help="the documents' folder (default docs/results of this checkout)")
     results.set_defaults(run=cmd_results)
+
+
+def _check_bench_out(out: Path) -> None:
+    """Refuse, before measuring for minutes, a --out the report cannot go to or must not replace."""
+    from purerl import rundir
+
+    if out.suffix != ".md" or out.is_dir():
+        raise ConfigError(f"--out must be the path of a markdown (.md) file, got {out}")
+    rundir.check_writable(out.parent)
+    if out.exists() and not (out.parent / "benchmarks" / "records.json").is_file():
+        raise ConfigError(f"refusing to replace {out}: it is not a purerl benchmark report (no benchmarks/records.json "
+                          "beside it)")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -55,6 +67,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     device_counts = positive_ints("--devices", args.devices)
     if args.repeats <= 0:
         raise ConfigError(f"--repeats must be positive, got {args.repeats}")
+    if args.task == "evolve":
+        ignored = [flag for flag, value in (("--seeds", args.seeds), ("--devices", args.devices),
+                                             ("--total-timesteps", args.total_timesteps)) if value is not None]
+        if ignored:
+            raise ConfigError(f"{ignored[0]} does not apply to --task evolve (its preset fixes the population and budget)")
+    _check_bench_out(args.out)
     if "purejaxrl" in names and args.purejaxrl is None:
         print(f"purejaxrl peer {harness.PUREJAXRL_SKIPPED}", file=sys.stderr)
     records = []
