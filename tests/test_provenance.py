@@ -226,3 +226,14 @@ def test_compare_refuses_a_foreign_report_with_one_line_before_training(capsys, 
     err = capsys.readouterr().err
     assert code == 2 and "purerl did not write it" in err and err.count("\n") == 1
     assert (tmp_path / "notes.md").read_text() == "mine" and not (tmp_path / "runs").exists()
+
+
+def test_compare_checks_every_objective_and_run_directory_before_training(capsys, tmp_path):
+    runs = tmp_path / "runs"
+    assert main(["compare", "--objectives", "ppo,ppo", "--runs-dir", str(runs)]) == 2
+    assert "names the column ppo twice" in capsys.readouterr().err
+    (runs / "CartPole-v1" / "dpo").mkdir(parents=True)
+    (runs / "CartPole-v1" / "dpo" / "notes.txt").write_text("mine")
+    assert main(["compare", "--objectives", "ppo,dpo", "--runs-dir", str(runs)]) == 2
+    assert "not a purerl run" in capsys.readouterr().err
+    assert sorted(p.name for p in (runs / "CartPole-v1").iterdir()) == ["dpo"]  # ppo did not train first

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from purerl import evolve, experiment, provenance, results, rundir, stats
+from purerl.config import ConfigError
 from purerl.experiment import TrainSpec
 
 
@@ -22,12 +23,17 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
             progress: bool = True) -> dict:
     """Train `base` once per objective (same seeds), then write `<env>.json` and `<env>.png`."""
     specs = [TrainSpec(**{**base.__dict__, "objective": objective}) for objective in objectives]
-    for spec in specs:  # every objective checked before the first compile
-        spec.validate()
     env = base.config.env
+    labels = [_label(spec.objective) for spec in specs]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise ConfigError(f"--objectives names the column {twice[0]} twice (an lpo: column is named by its run's "
+                          "folder); give each objective once")
+    for spec, label in zip(specs, labels):  # every objective and run directory checked before the first compile
+        spec.validate()
+        rundir.prepare(Path(runs_dir) / env / label, spec.to_json(), resume=False, overwrite=True)
     curves, rows = {}, {}
-    for spec in specs:
-        label = _label(spec.objective)
+    for spec, label in zip(specs, labels):
         run_dir = Path(runs_dir) / env / label
         summary = experiment.run(spec, run_dir, overwrite=True, progress=progress)
         curves[label] = results.read_member_returns(run_dir)
