@@ -105,3 +105,14 @@ def test_act_cli_runs_one_folder_per_es_seed_and_reports_every_run_and_baseline(
     assert "Train-time shaping" in text
     kept = sorted(p.name for p in (tmp_path / "act" / "params").iterdir())
     assert kept == ["anti-es0", "anti-es1", "test-time-es0", "test-time-exploiter-es0", "test-time-exploiter-silent-es0"]
+
+
+def test_test_time_checks_every_run_directory_before_the_first_evolves(capsys, tmp_path):
+    from purerl.cli import main
+
+    runs = tmp_path / "runs"
+    (runs / "CartPole-v1" / "test-time-exploiter-es0").mkdir(parents=True)
+    (runs / "CartPole-v1" / "test-time-exploiter-es0" / "notes.txt").write_text("mine")
+    assert main(["act", "test-time", "--runs-dir", str(runs), "--generations", "1", "--no-progress"]) == 2
+    assert "not a purerl run" in capsys.readouterr().err
+    assert sorted(p.name for p in (runs / "CartPole-v1").iterdir()) == ["test-time-exploiter-es0"]

@@ -9,7 +9,7 @@ import shutil
 import time
 from pathlib import Path
 
-from purerl import envs, provenance, results, stats
+from purerl import envs, provenance, results, rundir, stats
 from purerl.config import ConfigError
 from purerl.evolve import GENERATIONS_CSV, MEAN_PARAMS, ESConfig, Evolution, MetaTask, config_json
 from purerl.evolve import run as evolve_run
@@ -60,6 +60,9 @@ def run_cli(args) -> int:
     if args.from_params is None:
         tasks = ({args.mode: act.train_time_task(args.mode, args.env, config.seed)} if args.phase == "train-time" else
                  {prefix: act.test_time_task(args.env, kind, config.seed) for prefix, kind, _ in RUNS["test-time"]})
+        for prefix, task in tasks.items():  # every run directory checked before the first evolves
+            rundir.prepare(base / run_name(prefix, config.seed), _record(task, config, args), args.resume,
+                           args.overwrite)
         for prefix, task in tasks.items():
             _evolve(task, config, base / run_name(prefix, config.seed), args)
     present = evolved_runs(source, args.phase)
@@ -84,6 +87,10 @@ def run_cli(args) -> int:
         print(f"{label:48s} IQM {stats.describe(s)}")
     print(f"report: {report}")
     return 0
+
+
+def _record(task: MetaTask, config: ESConfig, args) -> dict:
+    return json.loads(json.dumps(config_json(task, config, {"preset": args.preset})))  # as config.json holds it
 
 
 def _evolve(task: MetaTask, config: ESConfig, out: Path, args) -> None:
