@@ -184,3 +184,11 @@ def test_bench_refuses_to_replace_a_markdown_file_it_did_not_write(capsys, tmp_p
     assert main(["bench", "--out", str(tmp_path / "notes.md")]) == 2
     assert "not a purerl benchmark report" in capsys.readouterr().err
     assert (tmp_path / "notes.md").read_text() == "mine"
+
+
+def test_a_bad_destination_for_drift_maps_or_a_missing_results_folder_is_one_line(capsys, tmp_path):
+    (tmp_path / "afile").write_text("mine")
+    assert main(["analyze", "drift", "ppo", "--out", str(tmp_path / "afile")]) == 2
+    assert "is a file" in capsys.readouterr().err and (tmp_path / "afile").read_text() == "mine"
+    assert main(["results", "--check", "--results-dir", str(tmp_path / "nothere")]) == 2
+    assert "is not a folder" in capsys.readouterr().err

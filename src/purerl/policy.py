@@ -96,6 +96,22 @@ def evaluate(train, params, obs_stats, key: jax.Array, episodes: int) -> jax.Arr
     return jax.vmap(one_episode)(jax.random.split(key, episodes))
 
 
+def check_gif(path: Path, env) -> None:
+    """Refuse, before anything is evaluated, a GIF that `render_gif` could not make or write."""
+    import importlib.util
+
+    if path.suffix != ".gif":
+        raise ConfigError(f"--gif must name a .gif file, got {path}")
+    if path.is_dir():
+        raise ConfigError(f"--gif {path} is a folder")
+    rundir.check_writable(path.parent)
+    missing = [m for m in ("pygame", "gymnax") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(f"--gif needs {missing[0]}; install it with pip install 'purerl[render]'")
+    if not hasattr(env, "gymnax_env"):
+        raise ConfigError(f"--gif draws gymnax tasks with gymnax's visualiser; {env.name} is not one")
+
+
 def render_gif(policy: Policy, path: Path, seed: int = 0) -> Path:
     """Animate one greedy episode with gymnax's visualiser (one frame per state, the return so far on each)."""
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no banner on stdout

@@ -110,6 +110,8 @@ def cmd_results(args: argparse.Namespace) -> int:
         return 0
     if not args.check:
         raise ConfigError("purerl results needs --check or --commands")
+    if args.results_dir is not None and not args.results_dir.is_dir():
+        raise ConfigError(f"--results-dir {args.results_dir} is not a folder")
     stale = provenance.check(args.results_dir or provenance.RESULTS_DIR)
     for document, reasons in stale.items():
         print(f"STALE {document}: {'; '.join(reasons)}")

@@ -182,9 +182,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import numpy as np
 
     from purerl import stats
-    from purerl.policy import Policy, evaluate, load_run, render_gif
+    from purerl.policy import Policy, check_gif, evaluate, load_run, render_gif
 
     spec, members, train, state = load_run(args.run_dir)
+    gif = None
+    if args.gif is not None:  # checked before the evaluation compiles
+        gif = args.gif if args.gif.is_absolute() or args.gif.parent != Path(".") else args.run_dir / args.gif
+        check_gif(gif, train.env)
     key = jax.random.PRNGKey(args.seed)
     returns = jax.jit(jax.vmap(lambda p, s: evaluate(train, p, s, key, args.episodes)))(state.params, state.obs_stats)
     returns = np.asarray(returns)  # [members, episodes]
@@ -200,9 +204,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     s = report["greedy_return"]
     print(f"greedy return over {args.episodes} episodes x {len(members)} members: mean {s['mean']:.2f}, "
           f"IQM {stats.describe(s, digits=2)}")
-    if args.gif is not None:
-        path = args.gif if args.gif.is_absolute() or args.gif.parent != Path(".") else args.run_dir / args.gif
+    if gif is not None:
         pick = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
-        render_gif(Policy(train, pick(state.params), pick(state.obs_stats), members.label(0)), path)
-        print(f"saved {path}")
+        render_gif(Policy(train, pick(state.params), pick(state.obs_stats), members.label(0)), gif)
+        print(f"saved {gif}")
     return 0

@@ -153,8 +153,13 @@ def analyze_drift(sources: list[str], out_dir: Path) -> dict:
         if source not in ("ppo", "dpo") and not Path(source).exists():
             raise ConfigError(f"drift '{source}' is neither ppo, dpo nor an existing path")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir} is a file; the drift maps and numbers go in a folder")
+    from purerl.rundir import check_writable
+
+    check_writable(out_dir)
     labelled = {source: drift_for(source) for source in dict.fromkeys(["ppo", "dpo", *sources])}
+    out_dir.mkdir(parents=True, exist_ok=True)  # only once every drift has loaded
     maps = {source: drift_maps(drift) for source, (_, drift) in labelled.items()}  # each grid computed once
     references = {name: maps[name][0] for name in ("ppo", "dpo")}
     report = {}
