@@ -268,7 +268,13 @@ def test_cli_parses_train_and_table():
     (["--seeds", "0"], "seeds must be a positive integer, got 0"),
     (["--num-games", "-4"], "num-games must be a positive integer, got -4"),
     (["--meta-episodes", "0"], "meta-episodes must be a positive integer, got 0"),
-    (["--seed", "-1"], "--seed must be non-negative, got -1"),
+    (["--seed", "-1"], r"--seed must be in \[0, 2\^32 - 4\] for 4 seeds, got -1"),
+    (["--seed", str(2**32 - 2)], r"--seed must be in \[0, 2\^32 - 4\] for 4 seeds"),
+    (["--game", "coin", "--seed", str(2**32 - 1)], r"--seed must be in \[0, 2\^32 - 2\] for 2 seeds"),
+    (["--merge", "t.json"], "--merge belongs to `purerl mfos report`"),
+    (["table", "--resume"], "the table neither resumes nor replaces"),
+    (["table", "--overwrite"], "the table neither resumes nor replaces"),
+    (["--report", "notes.txt"], "--report must be the path of a markdown"),
     (["table", "--seeds", "0"], "seeds must be a positive integer, got 0"),
     (["table", "--self-play-num-games", "0"], "self-play-num-games must be a positive integer, got 0"),
     (["table", "--self-play-meta-episodes", "-1"], "self-play-meta-episodes must be a positive integer, got -1"),
@@ -286,6 +292,9 @@ def test_cli_rejects_a_file_or_a_used_directory_as_out(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigError, match="not a directory"):
         mfos_cli.run_cli(_parse("--out", str(tmp_path / "file")))
+    with pytest.raises(ConfigError, match="is a file, not a directory"):
+        mfos_cli.run_cli(_parse("table", "--out", str(tmp_path / "file" / "sub")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
     with pytest.raises(ConfigError, match="is not empty"):
         mfos_cli.run_cli(_parse("--out", str(tmp_path)))
 
@@ -303,6 +312,22 @@ def test_cli_trains_then_resume_finds_the_finished_run(tmp_path, capsys):
         mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--seeds", "1", "--out", str(out), "--resume"))
     with pytest.raises(ConfigError, match="holds no purerl run to continue"):
         mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(tmp_path / "none"), "--resume"))
+
+
+def test_one_run_writes_its_published_report_with_the_paper_numbers_and_its_agents(tmp_path):
+    """`mfos --report` (the paper-scale IPD document): final numbers beside the paper's, the ZD analysis,
+    the plots and every seed's agent beside the report, and one manifest part naming the command."""
+    report = tmp_path / "results" / "mfos_paper.md"
+    argv = ("--game", "ipd", "--preset", "tiny", "--out", str(tmp_path / "run"), "--report", str(report))
+    assert mfos_cli.run_cli(_parse(*argv)) == 0
+    text = report.read_text()
+    assert "| M-FOS |" in text and "| -0.48 |" in text and "| -2.17 |" in text and "Press & Dyson" in text
+    stem = report.parent / "mfos_paper"
+    assert {p.name for p in stem.iterdir()} == {"ipd-vs-nl_rewards.png", "ipd-vs-nl_policies.png", "params"}
+    params = runs.load_agents(stem / "params" / "ipd-vs-nl.msgpack")
+    assert jax.tree.leaves(params)[0].shape[0] == TINY.seeds  # one agent per seed
+    part = json.loads((report.parent / "manifest.json").read_text())["mfos_paper.md"]["parts"]["ipd-vs-nl"]
+    assert part["command"].endswith(f"--report {report}") and part["budget"]["seeds"] == [0, 1]
 
 
 def test_table_writes_under_its_run_directory_unless_asked_for_a_report(tmp_path, monkeypatch):
@@ -508,7 +533,7 @@ def test_a_table_of_other_settings_is_refused_before_compiling_and_nothing_is_wr
     assert "holds a table of other settings (meta_episodes 4 there, 3 here)" in err
     assert "pass another --report path, or rerun all its games (ipd, imp)" in err
     assert main(["mfos", "table", "--preset", "tiny", "--game", "ipd", "--report", str(tmp_path / "thesis.md")]) == 2
-    assert "no table this command wrote" in capsys.readouterr().err
+    assert "refusing to replace" in capsys.readouterr().err  # not listed in the manifest: not purerl's
     assert _files(tmp_path) == files and not (tmp_path / "thesis").exists()
     # rerunning every game of the unlike table replaces it, and its manifest parts stop vouching for it at once
     record = table.start_record(table.new_record(TINY.replace(meta_episodes=3), [0, 1], "tiny", None), r,

@@ -36,6 +36,8 @@ def test_source_hash_moves_with_dependency_files_only(toy):
     before = provenance.source_hash(STUDY)
     (toy / "cli.py").write_text("HELP = 'changed'\n")
     assert provenance.source_hash(STUDY) == before  # an unrelated edit does not stale the study
+    (toy / "core" / "algo.py").write_text('"""Why LR is 1."""\n\n\nLR = (1)  # a comment\n')
+    assert provenance.source_hash(STUDY) == before  # docstrings, comments and layout cannot move a number
     (toy / "core" / "algo.py").write_text("LR = 2\n")
     assert provenance.source_hash(STUDY) != before
     (toy / "core" / "algo.py").write_text("LR = 1\n")
@@ -237,3 +239,18 @@ def test_compare_checks_every_objective_and_run_directory_before_training(capsys
     assert main(["compare", "--objectives", "ppo,dpo", "--runs-dir", str(runs)]) == 2
     assert "not a purerl run" in capsys.readouterr().err
     assert sorted(p.name for p in (runs / "CartPole-v1").iterdir()) == ["dpo"]  # ppo did not train first
+
+
+def test_write_atomic_keeps_the_old_file_and_leaves_no_temp_file_when_the_write_fails(tmp_path, monkeypatch):
+    from purerl import results
+
+    target = tmp_path / "report.md"
+    target.write_text("old\n")
+
+    def fail(*_):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(results.os, "replace", fail)
+    with pytest.raises(OSError):
+        results.write_atomic(target, "new\n")
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]

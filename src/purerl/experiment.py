@@ -2,7 +2,7 @@
 
 The compiled program runs `chunk` updates at a time; between chunks the host
 updates the progress bar and saves an orbax checkpoint. Because every chunk is
-the same compiled `run(state, start, stop)`, a resumed run computes exactly the
+the same compiled `run(state, hp, meta_params, start, stop)`, a resumed run computes exactly the
 same numbers as an uninterrupted one.
 """
 

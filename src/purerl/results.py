@@ -26,10 +26,15 @@ FINAL_WINDOW = 10  # final return = mean over the last 10 updates
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
+    """Readers see the old file or the new one, never half of one; a failed write leaves no temp file behind."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def final_returns(episode_return: np.ndarray) -> np.ndarray:

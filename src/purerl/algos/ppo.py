@@ -236,7 +236,8 @@ class PPO:
         return optax.apply_updates(params, updates), opt_state, stats
 
     def learn(self, state: RunnerState, batch: Batch, meta_params, hp: HyperParams):
-        """`update_epochs` passes over the batch in shuffled minibatches of its sequences (axis 1)."""
+        """`update_epochs` passes over the batch in shuffled minibatches of its sequences (axis 1); with one
+        minibatch, each epoch is the whole batch in order (a shuffle could not change its mean loss)."""
         cfg = self.config
 
         def minibatch_step(carry, minibatch):

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from purerl import provenance, results
+from purerl import provenance, results, rundir
 from purerl.config import ConfigError
 from purerl.studies.mfos.markdown import write_report
 from purerl.studies.mfos.report import format_cell, run_config, write_run
@@ -36,8 +36,9 @@ def add_arguments(subparsers) -> None:
                         help="nl (the default in matrix games), lola, mamaml, self (meta self-play), "
                              "or ppo (the coin game's, and its only, opponent)")
     parser.add_argument("--preset", choices=sorted(PRESETS),
-                        help="; ".join(f"{k}: {v.description}" for k, v in PRESETS.items())
-                        + " (default: cpu for train, small for table)")
+                        help="matrix games: " + "; ".join(f"{k}: {v.description}" for k, v in PRESETS.items())
+                        + " (default: cpu for train, small for table). The coin game: paper (512 boards x 1000 "
+                        "meta-episodes, one GPU), cpu (32 boards x 12 meta-episodes, 2 seeds; the default), tiny")
     parser.add_argument("--seeds", type=int, help="number of seeds (default: the preset's)")
     parser.add_argument("--seed", type=int, default=0, help="first seed; seeds are SEED..SEED+N-1")
     parser.add_argument("--num-games", type=int, help="games (coin: boards) in parallel (overrides the preset)")
@@ -59,8 +60,9 @@ def add_arguments(subparsers) -> None:
                              "with the same settings and seeds) to the report's data, with their plots")
     parser.add_argument("--report", type=Path,
                         help="regenerate a published report: table: write the markdown here instead of under --out, "
-                             "its data and plots in REPORT_STEM/ beside it (docs/results/mfos.md); coin: also write "
-                             "this report of the run, its plot in REPORT_STEM/")
+                             "its data and plots in REPORT_STEM/ beside it (docs/results/mfos.md); train (a matrix "
+                             "game, or coin): also write this report of the run, its plots and agents in "
+                             "REPORT_STEM/ (docs/results/mfos_paper.md, docs/results/mfos_coin.md)")
 
 
 def run_cli(args) -> int:
@@ -68,6 +70,8 @@ def run_cli(args) -> int:
     what = getattr(args, "what", "train")
     if what == "report":
         return _rerender(args.report, getattr(args, "merge", None) or [], args.argv)
+    if getattr(args, "merge", None):
+        raise ConfigError("--merge belongs to `purerl mfos report`")
     if what == "evaluate":
         return _evaluate(args.report, args.game)
     if args.game == "coin" or args.opponent == "ppo":
@@ -79,10 +83,10 @@ def run_cli(args) -> int:
     if self_play:
         settings = settings.replace(**self_play)
         settings.validate()
-    if args.seed < 0:
-        raise ConfigError(f"--seed must be non-negative, got {args.seed}")
-    seeds = list(range(args.seed, args.seed + settings.seeds))
+    seeds = _seeds(args.seed, settings.seeds)
     if what == "table":
+        if args.resume or args.overwrite:
+            raise ConfigError("the table neither resumes nor replaces: give a new or empty --out, or --report")
         chosen = (args.game,) if args.game else GAME_NAMES
         for game in chosen:
             check_pairing(game, "nl")
@@ -92,6 +96,7 @@ def run_cli(args) -> int:
         return 0
     game, opponent = args.game or "ipd", args.opponent or "nl"
     check_pairing(game, opponent)
+    report = provenance.check_report(args.report) if args.report else None
     out = _prepare_out(args, game, opponent, run_config(game, opponent, settings, seeds, preset))
     chunking = dict(checkpoint_dir=out / "checkpoint", resume=args.resume)
     if opponent == "self":
@@ -101,6 +106,11 @@ def run_cli(args) -> int:
         result = run_vs_learner(game, opponent, settings, seeds, **chunking)
         names = ("mfos", "opponent")
     write_run(out, result, settings, preset)
+    if report:
+        from purerl.studies.mfos.run_report import write_report as write_run_report
+
+        write_run_report(report, result, settings, preset, args.argv)
+        print(f"report: {report}")
     window = result["final_window"]
     if result["resumed_from_meta_episode"]:
         print(f"resumed after meta-episode {result['resumed_from_meta_episode']}")
@@ -183,25 +193,25 @@ def _table_report(args) -> Path:
     if args.report and args.out:
         raise ConfigError("give --out (a run directory) or --report (a published report), not both")
     if args.report:
-        return _report_path(args.report)
+        return provenance.check_report(args.report)
     out = args.out or Path("runs") / f"mfos-table-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"--out {out} exists and is not an empty directory; choose another")
+    rundir.check_writable(out)
     return out / "mfos.md"
 
 
-def _report_path(report: Path) -> Path:
-    if report.exists() and report.is_dir():
-        raise ConfigError(f"--report {report} is a directory; give a .md path")
-    return report
+def _seeds(first: int, count: int) -> list[int]:
+    """SEED..SEED+N-1, each a valid PRNG seed (uint32), checked before anything is written."""
+    if first < 0 or first + count > 2**32:
+        raise ConfigError(f"--seed must be in [0, 2^32 - {count}] for {count} seeds, got {first}")
+    return list(range(first, first + count))
 
 
 def _prepare_out(args, game: str, opponent: str, config: dict) -> Path:
     """The run directory, under the rules every purerl command shares (`purerl.rundir`): --resume
     needs this run with the same settings, --overwrite replaces only a purerl run; config.json is
     written before anything trains."""
-    from purerl import rundir
-
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
     out = args.out or Path("runs") / f"mfos-{game}-{opponent}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
@@ -227,10 +237,8 @@ def _run_coin_cli(args, what: str) -> int:
                                      meta_episodes=args.meta_episodes).items() if v is not None}
     settings = coin.PRESETS[preset].replace(**changes)
     settings.validate()
-    if args.seed < 0:
-        raise ConfigError(f"--seed must be non-negative, got {args.seed}")
-    seeds = list(range(args.seed, args.seed + settings.seeds))
-    report = _report_path(args.report) if args.report else None
+    seeds = _seeds(args.seed, settings.seeds)
+    report = provenance.check_report(args.report) if args.report else None
     out = _prepare_out(args, "coin", "ppo", coin.run_config(settings, seeds, preset))
     result = coin.run(settings, seeds, out / "checkpoint", resume=args.resume)
     coin_report.write_results(out, result, preset)
