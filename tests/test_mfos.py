@@ -314,9 +314,12 @@ def test_cli_trains_then_resume_finds_the_finished_run(tmp_path, capsys):
         mfos_cli.run_cli(_parse("--game", "ipd", "--preset", "tiny", "--out", str(tmp_path / "none"), "--resume"))
 
 
-def test_one_run_writes_its_published_report_with_the_paper_numbers_and_its_agents(tmp_path):
+def test_one_run_writes_its_published_report_with_the_paper_numbers_and_its_agents(tmp_path, monkeypatch):
     """`mfos --report` (the paper-scale IPD document): final numbers beside the paper's, the ZD analysis,
     the plots and every seed's agent beside the report, and one manifest part naming the command."""
+    from purerl import provenance
+
+    monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 6 + "abcd", False))  # a clean checkout
     report = tmp_path / "results" / "mfos_paper.md"
     argv = ("--game", "ipd", "--preset", "tiny", "--out", str(tmp_path / "run"), "--report", str(report))
     assert mfos_cli.run_cli(_parse(*argv)) == 0
@@ -328,6 +331,15 @@ def test_one_run_writes_its_published_report_with_the_paper_numbers_and_its_agen
     assert jax.tree.leaves(params)[0].shape[0] == TINY.seeds  # one agent per seed
     part = json.loads((report.parent / "manifest.json").read_text())["mfos_paper.md"]["parts"]["ipd-vs-nl"]
     assert part["command"].endswith(f"--report {report}") and part["budget"]["seeds"] == [0, 1]
+    assert len(part["sessions"]) == 1 and part["mixed_sources"] is False
+    assert "no CI, no verdict" in text  # 2 seeds: the difference from the paper, but no verdict
+    # another study's document, or a pairing this study does not publish, is refused before anything runs
+    with pytest.raises(ConfigError, match="it is the mfos_paper study's document"):
+        mfos_cli.run_cli(_parse("table", "--preset", "tiny", "--report", str(report)))
+    with pytest.raises(ConfigError, match="publishes the mfos_paper study's pairings"):
+        mfos_cli.run_cli(_parse("--game", "ipd", "--opponent", "lola", "--preset", "tiny", "--out",
+                                str(tmp_path / "lola"), "--report", str(report)))
+    assert not (tmp_path / "lola").exists()
 
 
 def test_table_writes_under_its_run_directory_unless_asked_for_a_report(tmp_path, monkeypatch):

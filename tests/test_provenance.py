@@ -254,3 +254,13 @@ def test_write_atomic_keeps_the_old_file_and_leaves_no_temp_file_when_the_write_
     with pytest.raises(OSError):
         results.write_atomic(target, "new\n")
     assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
+
+
+def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):
+    report = tmp_path / "results" / "toy.md"
+    same = provenance.session_facts("toy")
+    assert provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[same, same])["dirty"] is False
+    other = {**same, "source_hash": "0" * 16}
+    entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[other, same])
+    assert entry["dirty"] and entry["mixed_sources"]
+    assert "MIXED SOURCES" in provenance.describe(entry) and "resumed over 2 sessions" in provenance.describe(entry)

@@ -122,9 +122,11 @@ def source_hash(study: Study) -> str:
 
 def _code(path: Path) -> bytes:
     """A Python file's code without its comments, docstrings and formatting (ast.unparse); other files' bytes."""
-    if path.suffix != ".py":
-        return path.read_bytes()
-    tree = ast.parse(path.read_bytes())
+    return _code_text(path.read_text()) if path.suffix == ".py" else path.read_bytes()
+
+
+def _code_text(source: str) -> bytes:
+    tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
@@ -184,7 +186,8 @@ def _widest_simd(fields: dict) -> str:
 
 
 def versions() -> dict:
-    found = {}
+    """The packages a number can depend on, and Python (its `ast.unparse` is part of the source hash)."""
+    found = {"python": platform.python_version()}
     for name in VERSIONS:
         try:
             found[name] = metadata.version(name)
@@ -215,18 +218,23 @@ def run_facts(argv: list[str]) -> dict:
 
 
 def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: float, budget: dict,
-           extra: dict | None = None) -> dict:
+           extra: dict | None = None, sessions: list[dict] | None = None) -> dict:
     """Write the manifest entry of one part of `report` (manifest.json beside it) and return it.
 
     budget: population, generations, env_steps_per_run, seeds (None where a field does not apply).
+    sessions: for a run resumed across sessions, each session's `session_facts`; if any ran other code than
+    this one, or uncommitted code, the part is marked dirty (its numbers come from no single commit).
     """
     study = STUDIES[study_name]
     commit, dirty = git_state()
+    current = source_hash(study)
+    mixed = any(s["source_hash"] != current or s["dirty"] for s in sessions or [])
     entry = {
         "command": command_line(argv),
         "commit": commit,
-        "dirty": dirty,
-        "source_hash": source_hash(study),
+        "dirty": dirty or mixed,
+        **({"sessions": sessions, "mixed_sources": mixed} if sessions else {}),
+        "source_hash": current,
         "machine": machine(),
         "versions": versions(),
         "wall_s": round(wall_s, 1),
@@ -242,6 +250,14 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
     report.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return entry
+
+
+def session_facts(study_name: str) -> dict:
+    """This session's commit, source hash and tree state, kept in a resumable run's directory when the session
+    starts (so a killed session is counted too) and passed to `record` as `sessions`."""
+    commit, dirty = git_state()
+    return {"commit": commit, "source_hash": source_hash(STUDIES[study_name]), "dirty": dirty,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def forget(report: Path, part: str) -> None:
@@ -270,19 +286,22 @@ def read_manifest(results_dir: Path) -> dict:
     return manifest
 
 
-def check_report(report: Path) -> Path:
+def check_report(report: Path, study: str | None = None) -> Path:
     """Refuse, before anything runs, a --report that purerl could not write or must not replace: not a .md path,
-    a folder, a file purerl did not write (its manifest does not list it), a foreign manifest.json beside it,
-    or a file where its plots' folder (REPORT_STEM/) goes."""
+    a folder, a file purerl did not write (its manifest does not list it), another study's document (when
+    `study` is given), a foreign manifest.json beside it, or a file where its plots' folder (REPORT_STEM/) goes."""
     from purerl import rundir
 
     report = Path(report)
     if report.suffix != ".md" or report.is_dir():
         raise ConfigError(f"--report must be the path of a markdown (.md) file, got {report}")
     rundir.check_writable(report.parent)
-    listed = report.name in read_manifest(report.parent)
+    listed = read_manifest(report.parent).get(report.name)
     if report.exists() and not listed:
         raise ConfigError(f"refusing to replace {report}: purerl did not write it (its {MANIFEST} does not list it)")
+    if study is not None and listed and listed.get("study") != study:
+        raise ConfigError(f"refusing to replace {report}: it is the {listed.get('study')} study's document, "
+                          f"and this command writes the {study} study's")
     folder = report.parent / report.stem
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{folder} is a file; the report's data and plots go in a folder of that name")
@@ -303,7 +322,11 @@ def header(report: Path, study_name: str) -> list[str]:
 def describe(part: dict) -> str:
     m, b = part["machine"], part["budget"]
     where = m.get("accelerator") or f"{m['cpu']} ({m['cores']} cores)"
-    state = "UNCOMMITTED CHANGES, not reproducible from that commit" if part["dirty"] else "clean tree"
+    state = ("MIXED SOURCES: resumed across code changes, not reproducible from one commit"
+             if part.get("mixed_sources") else
+             "UNCOMMITTED CHANGES, not reproducible from that commit" if part["dirty"] else "clean tree")
+    if len(part.get("sessions", [])) > 1:
+        state += f", resumed over {len(part['sessions'])} sessions"
     budget = [f"population {b['population']}" if b.get("population") else "",
               f"{b['generations']} generations" if b.get("generations") else "",
               f"{b['env_steps_per_run']:,} env steps per run" if b.get("env_steps_per_run") else "",
@@ -339,6 +362,8 @@ def check(results_dir: Path = RESULTS_DIR) -> dict[str, list[str]]:
                 part = document["parts"].get(name)
                 if part is None:
                     reasons.append(f"{name}: never generated")
+                elif part.get("mixed_sources"):
+                    reasons.append(f"{name}: resumed across source changes")
                 elif part["dirty"]:
                     reasons.append(f"{name}: generated from uncommitted source")
                 elif part["source_hash"] != current:
@@ -350,9 +375,21 @@ def check(results_dir: Path = RESULTS_DIR) -> dict[str, list[str]]:
 
 
 def _changed_files(study: Study, commit: str | None) -> str:
+    """The dependency files whose code (not only comments) differs from `commit`'s."""
     files = [str(p.relative_to(REPO)) for p in study_files(study)]
-    changed = _git("diff", "--name-only", str(commit), "--", *files) if commit else None
-    return f" ({', '.join(changed.split())})" if changed else ""
+    changed = (_git("diff", "--name-only", str(commit), "--", *files) or "").split() if commit else []
+    changed = [f for f in changed if not (REPO / f).is_file() or _code_at(commit, f) != _code(REPO / f)]
+    return f" ({', '.join(changed)})" if changed else ""
+
+
+def _code_at(commit: str, file: str) -> bytes | None:
+    old = _git("show", f"{commit}:{file}")
+    if old is None:
+        return None
+    try:
+        return _code_text(old) if file.endswith(".py") else old.encode()
+    except SyntaxError:
+        return None
 
 
 def reproduce_commands(names: list[str], runs: str) -> list[str]:

@@ -144,7 +144,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if unknown or not stages:
         raise ConfigError(f"unknown stage '{unknown[0] if unknown else args.stages}'; choose from "
                           f"{', '.join(value_loss_report.STAGES)}")
-    args.report = provenance.check_report(args.report or sources[0] / "analysis" / "value_loss.md")
+    args.report = provenance.check_report(args.report or sources[0] / "analysis" / "value_loss.md", "value_loss")
     record = value_loss_report.analyze(sources, args.report, args.seeds, args.argv, args.transfer_seeds, stages)
     shape = record["shape"]
     print(f"learned loss: over/under-estimation loss ratio {shape['over_under_ratio']}, convex={shape['convex']} "

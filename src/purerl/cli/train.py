@@ -162,7 +162,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     objectives = [o for o in args.objectives.split(",") if o]
     if len(objectives) < 2:
         raise ConfigError(f"--objectives needs at least two objectives, got '{args.objectives}'")
-    report = provenance.check_report(args.report or args.runs_dir / "report.md")
+    report = provenance.check_report(args.report or args.runs_dir / "report.md", "dpo")
     results_dir = report.parent / report.stem
     started = time.perf_counter()
     record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",

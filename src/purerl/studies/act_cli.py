@@ -50,7 +50,7 @@ def run_cli(args) -> int:
     config = act.es_config(args.preset, **overrides)
     config.validate()
     base = args.runs_dir / args.env
-    report = provenance.check_report(args.report or base / "report.md")
+    report = provenance.check_report(args.report or base / "report.md", "act")
     plots_dir = report.parent / report.stem
     source = args.from_params or base
     if args.from_params and not evolved_runs(source, args.phase):

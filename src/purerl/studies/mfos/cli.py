@@ -9,6 +9,7 @@ from pathlib import Path
 
 from purerl import provenance, results, rundir
 from purerl.config import ConfigError
+from purerl.studies.mfos import run_report
 from purerl.studies.mfos.markdown import write_report
 from purerl.studies.mfos.report import format_cell, run_config, write_run
 from purerl.studies.mfos.runs import (agents_path, largest_difference, replay_table_agents, run_self_play,
@@ -86,7 +87,8 @@ def run_cli(args) -> int:
     seeds = _seeds(args.seed, settings.seeds)
     if what == "table":
         if args.resume or args.overwrite:
-            raise ConfigError("the table neither resumes nor replaces: give a new or empty --out, or --report")
+            raise ConfigError("the table neither resumes nor replaces a run directory: give a new or empty --out "
+                              "(or --report PATH to regenerate that report)")
         chosen = (args.game,) if args.game else GAME_NAMES
         for game in chosen:
             check_pairing(game, "nl")
@@ -96,8 +98,10 @@ def run_cli(args) -> int:
         return 0
     game, opponent = args.game or "ipd", args.opponent or "nl"
     check_pairing(game, opponent)
-    report = provenance.check_report(args.report) if args.report else None
+    report = _published_run_report(args.report, game, opponent)
     out = _prepare_out(args, game, opponent, run_config(game, opponent, settings, seeds, preset))
+    if report:  # counted when the session starts, so that a killed session still counts
+        rundir.record_session(out, provenance.session_facts(run_report.STUDY))
     chunking = dict(checkpoint_dir=out / "checkpoint", resume=args.resume)
     if opponent == "self":
         result = run_self_play(game, settings, seeds, **chunking)
@@ -107,9 +111,7 @@ def run_cli(args) -> int:
         names = ("mfos", "opponent")
     write_run(out, result, settings, preset)
     if report:
-        from purerl.studies.mfos.run_report import write_report as write_run_report
-
-        write_run_report(report, result, settings, preset, args.argv)
+        run_report.write_report(report, result, settings, preset, args.argv, rundir.sessions(out))
         print(f"report: {report}")
     window = result["final_window"]
     if result["resumed_from_meta_episode"]:
@@ -193,12 +195,24 @@ def _table_report(args) -> Path:
     if args.report and args.out:
         raise ConfigError("give --out (a run directory) or --report (a published report), not both")
     if args.report:
-        return provenance.check_report(args.report)
+        return provenance.check_report(args.report, "mfos")
     out = args.out or Path("runs") / f"mfos-table-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"--out {out} exists and is not an empty directory; choose another")
     rundir.check_writable(out)
     return out / "mfos.md"
+
+
+def _published_run_report(report: Path | None, game: str, opponent: str) -> Path | None:
+    """A train run's --report: only for the pairings the mfos_paper study publishes (its analysis and words are
+    about naive learners), and never another study's document."""
+    if report is None:
+        return None
+    parts = provenance.STUDIES[run_report.STUDY].parts
+    if run_report.part_name(game, opponent) not in parts:
+        raise ConfigError(f"--report publishes the {run_report.STUDY} study's pairings ({', '.join(parts)}), not "
+                          f"{game} vs {opponent}; this run's own files are under --out")
+    return provenance.check_report(report, run_report.STUDY)
 
 
 def _seeds(first: int, count: int) -> list[int]:
@@ -238,7 +252,7 @@ def _run_coin_cli(args, what: str) -> int:
     settings = coin.PRESETS[preset].replace(**changes)
     settings.validate()
     seeds = _seeds(args.seed, settings.seeds)
-    report = provenance.check_report(args.report) if args.report else None
+    report = provenance.check_report(args.report, "mfos_coin") if args.report else None
     out = _prepare_out(args, "coin", "ppo", coin.run_config(settings, seeds, preset))
     result = coin.run(settings, seeds, out / "checkpoint", resume=args.resume)
     coin_report.write_results(out, result, preset)
