@@ -61,10 +61,12 @@ _LPO = tuple(f"docs/results/dpo/lpo/es{seed}/mean_meta_params.msgpack" for seed 
 _COMPARE = (f"purerl compare --objectives ppo,dpo,{','.join(f'lpo:{path}' for path in _LPO)} --runs-dir {{runs}}/compare "
             "--report docs/results/dpo.md --no-progress")
 _VALUE_LOSS_STAGES = ("training_budget", "acrobot", "2x_budget", "5x_budget", "critic")
-_MFOS = ("envs/games.py", "envs/coin_game.py", "studies/mfos/*.py")
-# The matrix games' numbers do not depend on the coin game's code (cli.py loads it only for --game coin).
-_MFOS_MATRIX = ("envs/games.py", *(f"studies/mfos/{path.name}" for path in sorted(PACKAGE.glob("studies/mfos/*.py"))
-                                    if not path.name.startswith("coin")))
+# The M-FOS modules that make numbers. The CLI, plots and markdown only print them, so editing their words
+# does not stale a document (a document's words are re-rendered with its numbers when it is regenerated).
+_MFOS_MATRIX = ("envs/games.py", *(f"studies/mfos/{name}.py" for name in (
+    "analysis", "baselines", "meta_game", "runs", "self_play", "settings", "table")))
+_MFOS_COIN = ("envs/games.py", "envs/coin_game.py", *(f"studies/mfos/{name}.py" for name in (
+    "analysis", "coin", "coin_report", "meta_game", "runs", "self_play", "settings")))
 STUDIES = {s.name: s for s in (
     Study("dpo", "dpo.md", TRAINING + EVOLUTION + ("envs/brax.py", "compare.py", "studies/lpo.py"), DPO_ENVS, (
         f"purerl analyze drift {','.join(_LPO)} --out docs/results/dpo/lpo",
@@ -91,7 +93,7 @@ STUDIES = {s.name: s for s in (
         "purerl mfos --game ipd --opponent nl --preset paper --seeds 4 --out {runs}/mfos-paper-ipd-nl "
         "--report docs/results/mfos_paper.md",
     )),
-    Study("mfos_coin", "mfos_coin.md", TRAINING + _MFOS, ("coin",), (
+    Study("mfos_coin", "mfos_coin.md", TRAINING + _MFOS_COIN, ("coin",), (
         "purerl mfos --game coin --preset cpu --seeds 10 --meta-episodes 1500 --out {runs}/mfos-coin "
         "--report docs/results/mfos_coin.md",
     )),
@@ -222,17 +224,18 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
     """Write the manifest entry of one part of `report` (manifest.json beside it) and return it.
 
     budget: population, generations, env_steps_per_run, seeds (None where a field does not apply).
-    sessions: for a run resumed across sessions, each session's `session_facts`; if any ran other code than
-    this one, or uncommitted code, the part is marked dirty (its numbers come from no single commit).
+    sessions: for a run resumed across sessions, each session's `session_facts`. A session at uncommitted code
+    makes the part dirty; sessions at code that hashes differently from this one's make it `mixed_sources`
+    (and dirty): its numbers then come from no single commit.
     """
     study = STUDIES[study_name]
     commit, dirty = git_state()
     current = source_hash(study)
-    mixed = any(s["source_hash"] != current or s["dirty"] for s in sessions or [])
+    mixed = any(s["source_hash"] != current for s in sessions or [])
     entry = {
         "command": command_line(argv),
         "commit": commit,
-        "dirty": dirty or mixed,
+        "dirty": dirty or mixed or any(s["dirty"] for s in sessions or []),
         **({"sessions": sessions, "mixed_sources": mixed} if sessions else {}),
         "source_hash": current,
         "machine": machine(),
@@ -368,18 +371,25 @@ def check(results_dir: Path = RESULTS_DIR) -> dict[str, list[str]]:
                     reasons.append(f"{name}: generated from uncommitted source")
                 elif part["source_hash"] != current:
                     reasons.append(f"{name}: source changed since {str(part['commit'])[:10]}"
-                                   + _changed_files(study, part["commit"]))
+                                   + _changed_files(study, part))
         if reasons:
             stale[study.document] = reasons
     return stale
 
 
-def _changed_files(study: Study, commit: str | None) -> str:
-    """The dependency files whose code (not only comments) differs from `commit`'s."""
+def _changed_files(study: Study, part: dict) -> str:
+    """The dependency files whose code (not only comments) differs from the part's commit; else, if the part
+    ran under another Python (whose `ast.unparse` the hash depends on), that."""
+    commit = part["commit"]
     files = [str(p.relative_to(REPO)) for p in study_files(study)]
     changed = (_git("diff", "--name-only", str(commit), "--", *files) or "").split() if commit else []
     changed = [f for f in changed if not (REPO / f).is_file() or _code_at(commit, f) != _code(REPO / f)]
-    return f" ({', '.join(changed)})" if changed else ""
+    if changed:
+        return f" ({', '.join(changed)})"
+    python = part.get("versions", {}).get("python")
+    if python and python != platform.python_version():
+        return f" (or only Python: the part hashed its source under {python}, this is {platform.python_version()})"
+    return ""
 
 
 def _code_at(commit: str, file: str) -> bytes | None:

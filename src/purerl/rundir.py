@@ -125,9 +125,10 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
 
 
 def record_session(out: Path, facts: dict) -> None:
-    """Append one session's facts (command, commit, machine: `provenance.run_facts`) to provenance.json when it
-    ends, so a run resumed across sessions, commits or machines says which of them produced it (a SIGKILLed
-    session leaves no record)."""
+    """Append one session's facts to provenance.json, so a run resumed across sessions, commits or machines says
+    which of them produced it. evolve appends `provenance.run_facts` (command, commit, machine) when a session
+    ends, so a SIGKILLed session leaves no record there; mfos appends `provenance.session_facts` (commit, source
+    hash) when a session starts, so every session that trained is counted."""
     from purerl.results import write_atomic
 
     out = Path(out)

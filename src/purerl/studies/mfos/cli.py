@@ -100,8 +100,7 @@ def run_cli(args) -> int:
     check_pairing(game, opponent)
     report = _published_run_report(args.report, game, opponent)
     out = _prepare_out(args, game, opponent, run_config(game, opponent, settings, seeds, preset))
-    if report:  # counted when the session starts, so that a killed session still counts
-        rundir.record_session(out, provenance.session_facts(run_report.STUDY))
+    rundir.record_session(out, provenance.session_facts(run_report.STUDY))  # at the start: a killed one counts
     chunking = dict(checkpoint_dir=out / "checkpoint", resume=args.resume)
     if opponent == "self":
         result = run_self_play(game, settings, seeds, **chunking)
@@ -254,12 +253,13 @@ def _run_coin_cli(args, what: str) -> int:
     seeds = _seeds(args.seed, settings.seeds)
     report = provenance.check_report(args.report, "mfos_coin") if args.report else None
     out = _prepare_out(args, "coin", "ppo", coin.run_config(settings, seeds, preset))
+    rundir.record_session(out, provenance.session_facts("mfos_coin"))  # at the start: a killed one counts
     result = coin.run(settings, seeds, out / "checkpoint", resume=args.resume)
     coin_report.write_results(out, result, preset)
     if result["resumed_from_meta_episode"]:
         print(f"resumed after meta-episode {result['resumed_from_meta_episode']}")
     if report:
-        coin_report.write_report(report, result, settings, preset, args.argv)
+        coin_report.write_report(report, result, settings, preset, args.argv, rundir.sessions(out))
         print(f"report: {report}")
     print(f"coin game, M-FOS vs PPO, preset {preset}: {settings.num_boards} boards x {settings.meta_episodes} "
           f"meta-episodes, {len(seeds)} seeds (compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s)"

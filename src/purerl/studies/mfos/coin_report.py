@@ -47,9 +47,10 @@ def plot_learning(log: np.ndarray, path: Path, preset: str) -> None:
     save_figure(fig, path)
 
 
-def write_report(report: Path, result: dict, settings: CoinSettings, preset: str, argv: list[str]) -> None:
+def write_report(report: Path, result: dict, settings: CoinSettings, preset: str, argv: list[str],
+                 sessions: list[dict]) -> None:
     """A markdown page for one run (settings, first and final numbers, the learning plot), with its plot
-    in REPORT_STEM/ beside it, recorded from `argv` in the results manifest (`purerl.provenance`)."""
+    in REPORT_STEM/ beside it, recorded from `argv` and the run's `sessions` in the results manifest."""
     from purerl import provenance, results
 
     plots = report.parent / report.stem
@@ -59,7 +60,8 @@ def write_report(report: Path, result: dict, settings: CoinSettings, preset: str
     board_steps = settings.num_boards * settings.meta_episodes * INNER_EPISODES * INNER_STEPS
     provenance.record("mfos_coin", report, "coin", argv, result["compile_s"] + result["run_s"],
                       {"generations": settings.meta_episodes, "env_steps_per_run": board_steps, "seeds": result["seeds"]},
-                      {"unit": "generations: M-FOS meta-episodes (PPO updates); env steps: board steps"})
+                      {"unit": "generations: M-FOS meta-episodes (PPO updates); env steps: board steps"},
+                      sessions=sessions)
     n = len(result["seeds"])
     statistic = "mean [95% CI] over seeds" if n >= MIN_SEEDS_FOR_CI else f"mean over seeds (n={n}: every seed, no CI)"
     lines = [

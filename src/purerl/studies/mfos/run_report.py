@@ -51,6 +51,8 @@ def _body(result: dict, settings: Settings, stem: str, part: str) -> list[str]:
     n = min(cell["n"] for cell in cells)
     statistic = ("mean [95% percentile-bootstrap CI of the mean] over seeds" if n >= MIN_SEEDS_FOR_CI else
                  f"mean over seeds, then every seed's value (n = {n}: too few seeds for a CI)")
+    if n < len(result["seeds"]):
+        statistic += f"; {len(result['seeds']) - n} seed(s) with no finite value are left out"
     scoring = ("as the authors score it (one uncounted learning step, then 100 scored)"
                if settings.scoring == "authors" else "counting the first step (`--scoring count-first`)")
     lines = [
@@ -66,8 +68,8 @@ def _body(result: dict, settings: Settings, stem: str, part: str) -> list[str]:
     ]
     paper = PAPER[(game, opponent)]
     for label, cell, quoted in zip(("M-FOS", opponent.upper()), cells, paper):
-        lines.append(f"| {label} | {format_cell(cell)} | {quoted:+.2f} | {cell['mean'] - quoted:+.2f} | "
-                     f"{_within(cell, quoted)} |")
+        difference = f"{cell['mean'] - quoted:+.2f}" if cell["n"] else "n/a"
+        lines.append(f"| {label} | {format_cell(cell)} | {quoted:+.2f} | {difference} | {_within(cell, quoted)} |")
     lines += ["", f"![training curves]({stem}/{part}_rewards.png)", ""]
     lines += analysis_lines(game, result["analysis"], result.get("analysis_greedy"), f"{stem}/{part}_policies.png")
     agents = agents_path(Path(stem), game, opponent).as_posix()
