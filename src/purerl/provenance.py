@@ -35,7 +35,7 @@ RESULTS_DIR = REPO / "docs" / "results"
 MANIFEST = "manifest.json"
 
 # What every PPO-based number depends on: the algorithm, the env stack, configs, nets, the run
-# loop and the statistics. cli.py, checkpointing, progress bars and benchmarks are left out.
+# loop and the statistics. cli/, checkpointing, progress bars and benchmarks are left out.
 TRAINING = ("algos/*.py", "envs/__init__.py", "envs/core.py", "envs/wrappers.py", "config.py", "nets.py",
             "distributions.py", "population.py", "experiment.py", "results.py", "stats.py", "host_devices.py")
 EVOLUTION = ("evolve.py",)

@@ -16,8 +16,9 @@ PPO, unchanged. The package, each module importing only those above it:
 - `analysis`: Press & Dyson's zero-determinant extortion tests on a trained M-FOS;
 - `runs`: experiments on many seeds, checkpointed in chunks, and their summaries;
 - `baselines`: the table's plain-learner rows (NL, LOLA, MAMAML);
-- `report`: plots, run directories, table cells and provenance;
+- `report`: plots, a run directory's files and table cells;
 - `markdown`: the table's report (docs/results/mfos.md);
+- `run_report`: the report of one run (docs/results/mfos_paper.md, the IPD against NL at the paper's scale);
 - `table`: every pairing in every game;
 - `coin`, `coin_report`: M-FOS in the coin game against a PPO learner;
 - `cli`: `purerl mfos`.

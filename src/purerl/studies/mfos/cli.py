@@ -22,7 +22,7 @@ from purerl.studies.mfos.table import carried, comparable, read_table, run_table
 def add_arguments(subparsers) -> None:
     """Add `mfos` to an argparse subparsers object (`purerl mfos [train|table] ...`)."""
     parser = subparsers.add_parser(
-        "mfos", help="model-free opponent shaping in iterated matrix games",
+        "mfos", help="model-free opponent shaping in iterated matrix games and the coin game",
         description="Train M-FOS against a learner (train, the default) or run every pairing (table).")
     parser.add_argument("what", nargs="?", choices=["train", "table", "report", "evaluate"], default="train",
                         help="train (default); table: every pairing; report: rewrite --report's markdown from the "
