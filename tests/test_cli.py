@@ -132,10 +132,24 @@ def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(c
     assert ppo["objective"] == "ppo" and dpo["objective"] == "dpo"
     text = report.read_text()
     assert "| CartPole-v1 | 1,024 | 2 |" in text and "(report/CartPole-v1.png)" in text
-    assert "(n=2, no CI)" in text and "CartPole-v1: not distinguishable at this budget" in text
+    assert "(n=2, no CI)" in text and "CartPole-v1: best: not distinguishable at this budget" in text
     part = json.loads((tmp_path / "runs" / "manifest.json").read_text())["report.md"]["parts"]["CartPole-v1"]
     assert part["command"].startswith("purerl compare --objectives ppo,dpo") and part["budget"]["seeds"] == [0, 1]
-    assert part["budget"]["env_steps_per_run"] == 1024 and part["wall_s"] > 0
+    assert part["budget"]["env_steps_per_run"] == 1024 and part["wall_s"] > 0 and "sessions" not in part
+    # --resume reads finished runs back instead of retraining them, and the manifest lists both sessions
+    checkpoints = sorted((tmp_path / "runs" / "CartPole-v1").glob("*/checkpoint/**/*"))
+    stamps = [p.stat().st_mtime_ns for p in checkpoints]
+    code, _, err = run_cli(capsys, "compare", "--objectives", "ppo,dpo", "--seeds", "2", *SMALL, "--runs-dir", "runs",
+                           "--resume")
+    assert code == 0, err
+    assert [p.stat().st_mtime_ns for p in checkpoints] == stamps
+    assert json.loads((results_dir / "CartPole-v1.json").read_text())["objectives"]["ppo"]["final_return"] == \
+        record["objectives"]["ppo"]["final_return"]
+    part = json.loads((tmp_path / "runs" / "manifest.json").read_text())["report.md"]["parts"]["CartPole-v1"]
+    assert len(part["sessions"]) == 2 and part["mixed_sources"] is False
+    code, _, err = run_cli(capsys, "compare", "--objectives", "ppo,dpo", "--seeds", "3", *SMALL, "--runs-dir", "runs",
+                           "--resume")
+    assert code == 2 and "holds a different run (differs in: seeds)" in err
     code, _, err = run_cli(capsys, "compare", "--objectives", "ppo,lpo", "--seeds", "2", *SMALL)
     assert code == 2 and "objective 'lpo' needs its meta-parameters" in err
 

@@ -156,12 +156,29 @@ def test_the_compare_report_calls_a_winner_only_where_intervals_separate(tmp_pat
     for env, record in records.items():
         (folder / f"{env}.json").write_text(json.dumps(record))
     text = compare.write_report(folder, tmp_path / "dpo.md", "T").read_text()
-    assert "- A: ppo (CI clear of dpo)" in text
-    assert "- B: not distinguishable at this budget" in text
-    assert "- C: not distinguishable at this budget" in text  # 4 seeds: no verdict however far apart
+    assert "- A: best: ppo (CI clear of dpo); DPO against PPO: DPO behind;" in text
+    assert "- B: best: not distinguishable at this budget; DPO against PPO: not distinguishable" in text
+    assert "- C: best: not distinguishable at this budget" in text  # 4 seeds: no verdict however far apart
+    assert "PPO's curve: not recorded; paper: none found for this env" in text
     assert "per seed 500.0, 400.0, 450.0, 430.0 (n=4, no CI)" in text
     assert "DPO behind on 1 (A); not distinguishable at this budget on 2 (B, C)" in text
     assert "IQM over seeds" in text and "last 10 updates" in text
+
+
+def test_the_compare_report_says_whether_ppo_had_flattened_and_what_the_paper_claims(tmp_path):
+    folder = tmp_path / "dpo"
+    folder.mkdir()
+    rising, flat = _record("brax:ant", np.arange(10.0) + 100, np.arange(10.0)), _record("X", np.arange(10.0),
+                                                                                         np.arange(10.0))
+    rising["objectives"]["ppo"]["return_at_80pct"] = stats.summarize(np.arange(10.0) + 50)
+    flat["objectives"]["ppo"]["return_at_80pct"] = stats.summarize(np.arange(10.0) + 0.5)
+    for record in (rising, flat):
+        (folder / f"{compare._slug(record['env'])}.json").write_text(json.dumps(record))
+    text = compare.write_report(folder, tmp_path / "dpo.md", "T").read_text()
+    assert "at 80%, 104.5 [" in text and "at the end, still rising (CIs separate); paper: DPO and LPO ahead" in text
+    assert "the authors' code trains ant for 3e7 steps" in text
+    assert "at the end, flattened (CIs overlap); paper: none found" in text
+    assert compare.paper_claim("brax:hopper").startswith("not one of the paper's Brax tasks")
 
 
 def test_a_document_outside_the_results_folder_is_checked_against_the_manifest_beside_it(toy, tmp_path, monkeypatch):

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"purerl: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except StopRequested as stop:
-        resumable = hasattr(args, "resume")  # compare and mfos table start over: say so, not "--resume"
+        resumable = hasattr(args, "resume")  # mfos table starts over: say so, not "--resume"
         where = "" if not stop.saved else (
             f"; checkpoint saved at {stop.done} of {stop.total}, continue with the same command and --resume"
             if resumable else f" at {stop.done} of {stop.total}; this command does not resume, run it again")

@@ -38,6 +38,8 @@ def add_compare(sub) -> None:
     add_train_flags(compare, default_seeds=16)
     compare.add_argument("--objectives", default="ppo,dpo", help="comma-separated: ppo, dpo, lpo:PATH")
     compare.add_argument("--runs-dir", type=Path, default=Path("runs/compare"), help="where the full runs go")
+    compare.add_argument("--resume", action="store_true",
+                         help="continue each objective's run in --runs-dir from its checkpoint (finished runs are kept)")
     compare.add_argument("--report", type=Path, help="markdown regenerated here, per-env JSON and plots beside it in "
                          "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/report.md)")
     compare.set_defaults(run=cmd_compare)
@@ -166,9 +168,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     results_dir = report.parent / report.stem
     started = time.perf_counter()
     record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",
-                             progress=not args.no_progress)
+                             progress=not args.no_progress, resume=args.resume)
+    sessions = record["sessions"]
     provenance.record("dpo", report, record["env"], args.argv, time.perf_counter() - started,
-                      {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]})
+                      {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]},
+                      sessions=sessions if len(sessions) > 1 else None)
     report = compare.write_report(results_dir, report, "Policy objectives: PPO, DPO and LPO")
     for label, row in record["objectives"].items():
         s = row["final_return"]
