@@ -10,7 +10,7 @@ import pytest
 
 from purerl import envs
 from purerl.algos.ppo import make_train
-from purerl.config import HyperParams, PPOConfig
+from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.cheap_talk import CheapTalk
 from purerl.studies import act
 
@@ -74,13 +74,41 @@ def test_evolved_runs_are_found_per_prefix_and_es_seed_without_confusing_prefixe
     assert [label for *_, label, _ in act_cli.evolved_runs(tmp_path, "train-time")] == ["anti (evolved), ES seed 0"]
     es = dict(strategy="open_es", population_size=32, generations=2, rollouts=2, lr=0.03, lr_final=0.003, std=0.1,
               std_final=0.03, fitness_shaping="z_score")
-    (tmp_path / "anti-es0" / "config.json").write_text(json.dumps({"es": es}))
+    (tmp_path / "anti-es0" / "config.json").write_text(json.dumps({"es": es, "task_info": {"env": "CartPole-v1"}}))
     (tmp_path / "anti-es0" / "generations.csv").write_text("generation,mean,seconds\n0,1.0,12.5\n1,2.0,10.0\n")
     only = tmp_path / "only"
     only.mkdir()
     (tmp_path / "anti-es0").rename(only / "anti-es0")
-    assert act_cli._es_budget(only)[-2] == ("- `anti-es0`: open_es, population 32 x 2 generations x 2 victims per "
-                                            "candidate, lr 0.03 to 0.003, std 0.1 to 0.03, z_score fitness; 22 s")
+    budget = act_cli._es_budget([only, tmp_path / "absent"])
+    assert budget[-2] == ("- CartPole-v1 `anti-es0`: open_es, population 32 x 2 generations x 2 victims per "
+                          "candidate, lr 0.03 to 0.003, std 0.1 to 0.03, z_score fitness; 22 s")
+    assert "CartPole-v1 population 1024 x 2049 generations, Pendulum-v1 population 768 x 2049" in budget[0]
+
+
+def test_the_pendulum_victim_is_the_authors_and_its_files_are_named_apart_from_cartpoles():
+    """main_train_time.py's PENDULUM: 16 envs x 256 steps x 128 updates, 16 full-batch epochs, lr 0.02, gamma
+    0.95, entropy 0.005; CartPole's evaluation keeps its first file names, Pendulum's carry the env."""
+    victim = act.victim_of("Pendulum-v1")
+    assert (victim.config.num_envs, victim.config.num_steps, victim.config.num_updates) == (16, 256, 128)
+    assert (victim.config.update_epochs, victim.config.num_minibatches, victim.hp.lr, victim.hp.gamma,
+            victim.hp.ent_coef) == (16, 1, 0.02, 0.95, 0.005)
+    assert act.train_time_files("CartPole-v1") == ("train_time.json", "train_time.png")
+    assert act.train_time_files("Pendulum-v1") == ("train_time-Pendulum-v1.json", "train_time-Pendulum-v1.png")
+    assert act.es_config("paper", "Pendulum-v1").population_size == 768
+    with pytest.raises(ConfigError, match="victims on CartPole-v1 and Pendulum-v1, not Acrobot-v1"):
+        act.es_config("cpu", "Acrobot-v1")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["act", "test-time", "--env", "Pendulum-v1"], "it runs on CartPole-v1, not Pendulum-v1"),
+    (["act", "train-time", "--env", "Acrobot-v1"], "not Acrobot-v1"),
+    (["act", "train-time", "--env", "Pendulum-v1", "--preset", "big"], "unknown preset 'big'; choose from cpu, paper"),
+])
+def test_act_refuses_an_env_without_the_authors_victim_in_one_line(capsys, tmp_path, argv, message):
+    from purerl.cli import main
+
+    assert main([*argv, "--runs-dir", str(tmp_path / "runs")]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "runs").exists()
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,37 +23,66 @@ from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.cheap_talk import CheapTalk
 from purerl.evolve import MEAN_PARAMS, ESConfig, MetaTask, load_meta_params
 
-# The CartPole victim of the authors' code: 4 envs x 256 steps x 32 updates, 16 full-batch epochs,
-# hidden 32 (tanh), lr 5e-3, gamma 0.99, entropy 0.01, clip 0.2; episodes capped at 200 steps.
-VICTIM = PPOConfig(env="CartPole-v1", num_envs=4, num_steps=256, total_timesteps=4 * 256 * 32, update_epochs=16,
-                   num_minibatches=1, hidden_sizes=(32, 32), activation="tanh")
-VICTIM_HP = HyperParams(lr=5e-3, gamma=0.99, ent_coef=0.01, clip_eps=0.2)
-EPISODE_CAP = 200
+class Victim(NamedTuple):
+    """One environment's victim, as the authors' main_train_time.py trains it, and the ES budgets for it."""
+
+    config: PPOConfig
+    hp: HyperParams
+    episode_cap: int | None  # None: the env's own episode limit
+    presets: dict  # ES settings per preset, over ES_DEFAULTS
+
+
 ES_DEFAULTS = dict(strategy="open_es", fitness_shaping="z_score", lr=0.01, lr_final=0.001, std=0.04, std_final=0.01)
-# cpu: population 32 x 48 generations, 2 victims per candidate (about 0.27 s per victim on 2 cores, so about
-#      14 min per ES run); a 16 x 16 budget with the paper's std did not move the anti fitness. Its std and lr
-#      are larger than the paper's so that so few generations can move at all: a deliberate difference.
-# paper: the authors' CartPole scale (main_train_time.py: POP_SIZE 1024, num_generations 2049), one GPU.
-PRESETS = {
-    "cpu": dict(population_size=32, generations=48, rollouts=2, lr=0.03, lr_final=0.003, std=0.1, std_final=0.03),
-    "paper": dict(population_size=1024, generations=2049),
+VICTIMS = {
+    # 4 envs x 256 steps x 32 updates, 16 full-batch epochs, hidden 32 (tanh), lr 5e-3, gamma 0.99, entropy 0.01,
+    # clip 0.2; episodes capped at 200 steps.
+    # cpu: population 32 x 48 generations, 2 victims per candidate (about 0.27 s per victim on 2 cores, so about
+    #      14 min per ES run); a 16 x 16 budget with the paper's std did not move the anti fitness. Its std and lr
+    #      are larger than the paper's so that so few generations can move at all: a deliberate difference.
+    # paper: POP_SIZE 1024, num_generations 2049, one GPU.
+    "CartPole-v1": Victim(
+        PPOConfig(env="CartPole-v1", num_envs=4, num_steps=256, total_timesteps=4 * 256 * 32, update_epochs=16,
+                  num_minibatches=1, hidden_sizes=(32, 32), activation="tanh"),
+        HyperParams(lr=5e-3, gamma=0.99, ent_coef=0.01, clip_eps=0.2), 200,
+        {"cpu": dict(population_size=32, generations=48, rollouts=2, lr=0.03, lr_final=0.003, std=0.1,
+                     std_final=0.03),
+         "paper": dict(population_size=1024, generations=2049)}),
+    # 16 envs x 256 steps x 128 updates, 16 full-batch epochs, hidden 32 (tanh), lr 0.02, gamma 0.95, entropy
+    # 0.005, clip 0.2; gymnax's 200-step episodes.
+    # cpu: the authors' victim is 16x CartPole's steps, so the CPU preset evolves fewer, cheaper generations
+    #      with the same larger-than-paper std and lr as CartPole's cpu preset.
+    # paper: POP_SIZE 768, num_generations 2049, one GPU.
+    "Pendulum-v1": Victim(
+        PPOConfig(env="Pendulum-v1", num_envs=16, num_steps=256, total_timesteps=16 * 256 * 128, update_epochs=16,
+                  num_minibatches=1, hidden_sizes=(32, 32), activation="tanh"),
+        HyperParams(lr=0.02, gamma=0.95, ent_coef=0.005, clip_eps=0.2), None,
+        {"cpu": dict(population_size=16, generations=24, rollouts=1, lr=0.03, lr_final=0.003, std=0.1,
+                     std_final=0.03),
+         "paper": dict(population_size=768, generations=2049)}),
 }
+TEST_TIME_ENV = "CartPole-v1"  # the goal is a cart position: test-time ACT is reproduced on CartPole only
 FRESH_SEEDS = list(range(20_000, 20_032))
 GOAL_RANGE = 1.5  # target cart positions are drawn uniformly from [-1.5, 1.5]
 EVAL_GOALS = 16
 
 
-def es_config(preset: str, **overrides) -> ESConfig:
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown preset '{preset}'; choose from {', '.join(PRESETS)}")
-    return ESConfig(**{**ES_DEFAULTS, **PRESETS[preset], **overrides})
+def victim_of(env_name: str) -> Victim:
+    if env_name not in VICTIMS:
+        raise ConfigError(f"the ACT study reproduces the paper's victims on {' and '.join(VICTIMS)}, not {env_name}")
+    return VICTIMS[env_name]
+
+
+def es_config(preset: str, env_name: str = "CartPole-v1", **overrides) -> ESConfig:
+    presets = victim_of(env_name).presets
+    if preset not in presets:
+        raise ConfigError(f"unknown preset '{preset}'; choose from {', '.join(presets)}")
+    return ESConfig(**{**ES_DEFAULTS, **presets[preset], **overrides})
 
 
 def victim(env_name: str, observe: CheapTalk | None):
-    if env_name != "CartPole-v1":
-        raise ConfigError(f"the ACT study reproduces the paper's CartPole-v1 victim, not {env_name}")
-    env = envs.make(env_name, max_episode_steps=EPISODE_CAP)
-    return make_train(VICTIM, env=env, observe=observe)
+    spec = victim_of(env_name)
+    cap = {} if spec.episode_cap is None else {"max_episode_steps": spec.episode_cap}
+    return make_train(spec.config, env=envs.make(env_name, **cap), observe=observe)
 
 
 def adversary_params(talk: CheapTalk, key: jax.Array, env_name: str = "CartPole-v1"):
@@ -67,7 +97,7 @@ def train_time_task(mode: str, env_name: str = "CartPole-v1", seed: int = 0) -> 
     talk = CheapTalk()
     train = victim(env_name, talk)
     sign = -1.0 if mode == "anti" else 1.0
-    hp = VICTIM_HP.as_arrays()
+    hp = victim_of(env_name).hp.as_arrays()
 
     def fitness(key, psi):
         return sign * jnp.nanmean(train(key, hp, psi).metrics["episode_return"])
@@ -79,12 +109,23 @@ def train_time_task(mode: str, env_name: str = "CartPole-v1", seed: int = 0) -> 
 def victim_curves(env_name: str, psis, seeds: list[int]) -> np.ndarray:
     """Victims trained on `seeds`, one adversary each (psis batched on axis 0), or no channel if psis is None."""
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, jnp.uint32))
-    hp = VICTIM_HP.as_arrays()
+    hp = victim_of(env_name).hp.as_arrays()
     if psis is None:
         metrics = jax.jit(jax.vmap(victim(env_name, None), in_axes=(0, None)))(keys, hp).metrics
     else:
         metrics = jax.jit(jax.vmap(victim(env_name, CheapTalk()), in_axes=(0, None, 0)))(keys, hp, psis).metrics
     return np.asarray(metrics["episode_return"]).T  # [updates, seeds]
+
+
+def env_suffix(env_name: str) -> str:
+    """'' for CartPole, the study's first env (its files keep their first names), else '-ENV': names one env's
+    files beside the report."""
+    return "" if env_name == TEST_TIME_ENV else f"-{env_name}"
+
+
+def train_time_files(env_name: str) -> tuple[str, str]:
+    """(json, png) of one env's train-time evaluation beside the report."""
+    return f"train_time{env_suffix(env_name)}.json", f"train_time{env_suffix(env_name)}.png"
 
 
 def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Path) -> dict:
@@ -104,11 +145,12 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Pat
     rows = {label: stats.summarize(np.nanmean(stats.forward_fill(c), axis=0)) for label, c in curves.items()}
 
     plots_dir.mkdir(parents=True, exist_ok=True)
-    results.plot_labelled_curves(plots_dir, curves, VICTIM.batch_size,
-                                 f"{env_name} victims under cheap talk ({n} fresh seeds)", "train_time.png")
+    json_name, png_name = train_time_files(env_name)
+    results.plot_labelled_curves(plots_dir, curves, victim_of(env_name).config.batch_size,
+                                 f"{env_name} victims under cheap talk ({n} fresh seeds)", png_name)
     report = {"env": env_name, "seeds": FRESH_SEEDS, "mean_return_over_training": rows,
               "runs": {label: str(d) for label, d in run_dirs.items()}}
-    results.write_atomic(plots_dir / "train_time.json", json.dumps(report, indent=2))
+    results.write_atomic(plots_dir / json_name, json.dumps(report, indent=2))
     return report
 
 
@@ -161,11 +203,13 @@ def test_time_task(env_name: str = "CartPole-v1", victim_messages: str = "evolve
                    goals: int = 8) -> MetaTask:
     """Joint evolution of train-time messages and a goal-conditioned exploiter ("evolved"), or the exploiter
     alone against victims trained with fixed random messages ("random") or with a silent channel ("silent")."""
+    if env_name != TEST_TIME_ENV:
+        raise ConfigError(f"test-time ACT steers a cart to a goal position: it runs on {TEST_TIME_ENV}, not {env_name}")
     if victim_messages not in VICTIM_MESSAGES:
         raise ConfigError(f"victim messages must be one of {', '.join(VICTIM_MESSAGES)}, got '{victim_messages}'")
     talk, exploiter = CheapTalk(), CheapTalk(condition_dims=1)
     train = victim(env_name, talk)
-    hp = VICTIM_HP.as_arrays()
+    hp = victim_of(env_name).hp.as_arrays()
     k_train, k_exploit = jax.random.split(jax.random.PRNGKey(seed))
     joint = victim_messages == "evolved"
     fixed_psi = None if joint else training_messages(talk, victim_messages, seed, env_name)
@@ -188,7 +232,7 @@ def evaluate_test_time(runs: dict[str, tuple[str, Path]], env_name: str, plots_d
     shaper (random train-time messages and a random exploiter)."""
     talk, exploiter = CheapTalk(), CheapTalk(condition_dims=1)
     train = victim(env_name, talk)
-    hp = VICTIM_HP.as_arrays()
+    hp = victim_of(env_name).hp.as_arrays()
     conditions = {}
     for label, (kind, run_dir) in runs.items():
         seed = json.loads((Path(run_dir) / results.CONFIG).read_text())["es"]["seed"]

@@ -45,9 +45,12 @@ def evolved_runs(source: Path, phase: str) -> list[tuple[str, str | None, str, P
 def run_cli(args) -> int:
     """Evolve this invocation's ES runs (or load them with --from-params), evaluate every run present, report."""
     envs.check_name(args.env)
+    if args.phase == "test-time" and args.env != act.TEST_TIME_ENV:
+        raise ConfigError(f"test-time ACT steers a cart to a goal position: it runs on {act.TEST_TIME_ENV}, "
+                          f"not {args.env}")
     overrides = {k: getattr(args, k) for k in ("population_size", "generations", "seed", "max_parallel")
                  if getattr(args, k) is not None}
-    config = act.es_config(args.preset, **overrides)
+    config = act.es_config(args.preset, args.env, **overrides)
     config.validate()
     base = args.runs_dir / args.env
     report = provenance.check_report(args.report or base / "report.md", "act")
@@ -67,7 +70,7 @@ def run_cli(args) -> int:
             _evolve(task, config, base / run_name(prefix, config.seed), args)
     present = evolved_runs(source, args.phase)
     if args.report:  # the report's tables can be re-evaluated from these without re-evolving
-        _keep_params([run_dir for *_, run_dir in present], plots_dir / PARAMS)
+        _keep_params([run_dir for *_, run_dir in present], plots_dir / f"{PARAMS}{act.env_suffix(args.env)}")
     if args.phase == "train-time":
         rows = act.evaluate_train_time({label: run_dir for _, _, label, run_dir in present}, args.env,
                                        plots_dir)["mean_return_over_training"]
@@ -78,9 +81,11 @@ def run_cli(args) -> int:
                               "evolve_wall_s": round(sum(r["seconds"] for r in _generations(run_dir)), 1)}
                for *_, run_dir in present}
     es = next(iter(evolved.values()))["es"]
-    provenance.record("act", report, args.phase, args.argv, time.perf_counter() - started,
+    victim = act.victim_of(args.env).config
+    provenance.record("act", report, f"{args.phase}{act.env_suffix(args.env).replace('-', ' ', 1)}", args.argv,
+                      time.perf_counter() - started,
                       {"population": es["population_size"], "generations": es["generations"],
-                       "env_steps_per_run": act.VICTIM.num_updates * act.VICTIM.batch_size, "seeds": act.FRESH_SEEDS},
+                       "env_steps_per_run": victim.num_updates * victim.batch_size, "seeds": act.FRESH_SEEDS},
                       {"evolved": evolved, "params_from": str(source)})
     _write_report(report, plots_dir)
     for label, s in rows.items():
@@ -121,9 +126,12 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
              f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap. "
              f"The evolved parameters are in `{plots_dir.name}/{PARAMS}/`, one folder per ES run (its config.json "
              "holds the ES settings); `--from-params` re-evaluates them. A run on the same CPU (family, model and "
-             "SIMD extension, in the manifest) reproduces these numbers exactly.", "", *_es_budget(plots_dir / PARAMS)]
-    train_json, test_json = plots_dir / "train_time.json", plots_dir / "test_time.json"
-    if train_json.exists():
+             "SIMD extension, in the manifest) reproduces these numbers exactly.", "",
+             *_es_budget([plots_dir / f"{PARAMS}{act.env_suffix(env)}" for env in act.VICTIMS])]
+    for env_name in act.VICTIMS:
+        train_json, train_png = (plots_dir / name for name in act.train_time_files(env_name))
+        if not train_json.exists():
+            continue
         r = json.loads(train_json.read_text())
         rows = r["mean_return_over_training"]
         evolved = [label for label in rows if "(evolved" in label]
@@ -131,7 +139,8 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
                   f"Victim mean episode return over its whole training, {len(r['seeds'])} fresh victim seeds.", "",
                   *_table("adversary", rows), "",
                   *_verdicts(rows, [(a, b) for a in evolved for b in ("random adversary", "no messages")]),
-                  "", f"![train-time]({plots_dir.name}/train_time.png)", ""]
+                  "", f"![train-time on {r['env']}]({plots_dir.name}/{train_png.name})", ""]
+    test_json = plots_dir / "test_time.json"
     if test_json.exists():
         r = json.loads(test_json.read_text())
         rows = r["goal_return"]
@@ -139,7 +148,8 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
         baselines = [label for label in rows if label.startswith((RANDOM_VICTIM, SILENT_VICTIM))]
         pairs = [(a, b) for a in joint for b in baselines] + [(a, "random shaper") for a in joint + baselines]
         lines += [f"## Test-time ACT on {r['env']}", "",
-                  f"Goal return (sum of exp(-(x - goal)^2) over an episode of at most {act.EPISODE_CAP} steps) of the "
+                  f"Goal return (sum of exp(-(x - goal)^2) over an episode of at most "
+                  f"{act.VICTIMS[act.TEST_TIME_ENV].episode_cap} steps) of the "
                   f"frozen greedy victim, mean over {r['goals_per_seed']} goals per victim, {len(r['seeds'])} fresh "
                   "victim seeds. The exploiter baselines evolve the exploiter alone, against victims trained with a "
                   "fixed random message function or with a silent channel (zeros in the message inputs).", "",
@@ -150,19 +160,24 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
     results.write_atomic(out_md, "\n".join(lines))
 
 
-def _es_budget(params_dir: Path) -> list[str]:
-    """One line per committed ES run: its OpenES settings and cost, next to the paper's."""
+def _es_budget(params_dirs: list[Path]) -> list[str]:
+    """One line per committed ES run: its env, OpenES settings and cost, below the paper's budgets."""
     lines = []
-    for run_dir in sorted(params_dir.glob("*-es*")):
-        es = json.loads((run_dir / results.CONFIG).read_text())["es"]
-        wall = sum(r["seconds"] for r in _generations(run_dir))
-        lines.append(f"- `{run_dir.name}`: {es['strategy']}, population {es['population_size']} x {es['generations']} "
-                     f"generations x {es['rollouts']} victims per candidate, lr {es['lr']:g} to {es['lr_final']:g}, "
-                     f"std {es['std']:g} to {es['std_final']:g}, {es['fitness_shaping']} fitness; {wall:.0f} s")
+    for params_dir in params_dirs:
+        for run_dir in sorted(params_dir.glob("*-es*")):
+            config = json.loads((run_dir / results.CONFIG).read_text())
+            es, env_name = config["es"], config["task_info"]["env"]
+            wall = sum(r["seconds"] for r in _generations(run_dir))
+            lines.append(f"- {env_name} `{run_dir.name}`: {es['strategy']}, population {es['population_size']} x "
+                         f"{es['generations']} generations x {es['rollouts']} victims per candidate, lr {es['lr']:g} "
+                         f"to {es['lr_final']:g}, std {es['std']:g} to {es['std_final']:g}, {es['fitness_shaping']} "
+                         f"fitness; {wall:.0f} s")
     if not lines:
         return []
-    return ["ES runs (the paper, main_train_time.py: OpenES, population 1024 x 2049 generations, std 0.04, "
-            "lr 0.01; `--preset paper`):", "", *lines, ""]
+    paper = ", ".join(f"{env} population {v.presets['paper']['population_size']} x "
+                      f"{v.presets['paper']['generations']} generations" for env, v in act.VICTIMS.items())
+    return [f"ES runs (the paper, main_train_time.py: OpenES, {paper}, std {act.ES_DEFAULTS['std']:g}, lr "
+            f"{act.ES_DEFAULTS['lr']:g}; `--preset paper`):", "", *lines, ""]
 
 
 def _backdoor_verdict(rows: dict, joint: list[str], baselines: list[str]) -> str:
