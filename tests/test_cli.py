@@ -164,7 +164,7 @@ def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(c
         (["evolve", "value-loss", "--population-size", "7"], "population-size must be even, got 7"),
         (["evolve", "value-loss", "--preset", "huge"], "unknown preset 'huge'; choose from cpu, paper"),
         (["evolve", "lpo", "--strategy", "open-es"], "unknown strategy 'open-es'"),
-        (["act", "train-time", "--env", "Pendulum-v1"], "the ACT study reproduces the paper's CartPole-v1 victim"),
+        (["act", "train-time", "--env", "Acrobot-v1"], "victims on CartPole-v1 and Pendulum-v1, not Acrobot-v1"),
         (["train", "--coordinator", "127.0.0.1:1234"], "--coordinator needs --num-processes and --process-id"),
         (["analyze", "drift", "no/such/run"], "drift 'no/such/run' is neither ppo, dpo nor an existing path"),
     ],

@@ -175,8 +175,8 @@ _PRESET_NUMBERS = """
 import dataclasses, json
 from purerl.studies import act, value_loss
 from purerl.studies.mfos import coin as mfos_coin
-print(json.dumps({"value_loss": value_loss.PRESETS["paper"], "act": act.PRESETS["paper"],
-                  "act_victim_steps": act.VICTIM.total_timesteps,
+print(json.dumps({"value_loss": value_loss.PRESETS["paper"], "act": dataclasses.asdict(act.es_config("paper")),
+                  "act_victim_steps": act.victim_of("CartPole-v1").config.total_timesteps,
                   "coin": dataclasses.asdict(mfos_coin.PRESETS["paper"])}))
 """
 
@@ -205,7 +205,7 @@ def paper_presets(root: Path, generations: int = 3, meta_episodes: int = 6, time
     cmd = ["act", "train-time", "--preset", "paper", "--generations", str(generations), "--runs-dir",
            str(root / "act"), "--report", str(root / "act.md"), "--overwrite", "--no-progress"]
     _, error = _run(purerl + cmd, timeout_s)  # its report afterwards evaluates fresh seeds; a timeout there is fine
-    presets.append(_evolve_row("purerl " + " ".join(cmd), _generations(root / "act" / "CartPole-v1" / "anti" /
+    presets.append(_evolve_row("purerl " + " ".join(cmd), _generations(root / "act" / "CartPole-v1" / "anti-es0" /
                                                                         "generations.csv"),
                                ap["generations"], ap["population_size"], numbers["act_victim_steps"], error))
     coin = numbers["coin"]

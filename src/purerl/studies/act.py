@@ -139,7 +139,8 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Pat
         psi = load_meta_params(Path(run_dir) / MEAN_PARAMS, template)
         conditions[label] = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), psi)
     random_keys = jax.random.split(jax.random.PRNGKey(12_345), n)
-    conditions["random adversary"] = jax.lax.map(lambda k: adversary_params(talk, k, env_name), random_keys)
+    obs_size = envs.make(env_name).observation_shape[0]  # made outside the trace: a traced env has traced bounds
+    conditions["random adversary"] = jax.lax.map(lambda k: talk.init_params(k, obs_size), random_keys)
     conditions["no messages"] = None
     curves = {label: victim_curves(env_name, psis, FRESH_SEEDS) for label, psis in conditions.items()}
     rows = {label: stats.summarize(np.nanmean(stats.forward_fill(c), axis=0)) for label, c in curves.items()}
