@@ -144,3 +144,33 @@ def test_test_time_checks_every_run_directory_before_the_first_evolves(capsys, t
     assert main(["act", "test-time", "--runs-dir", str(runs), "--generations", "1", "--no-progress"]) == 2
     assert "not a purerl run" in capsys.readouterr().err
     assert sorted(p.name for p in (runs / "CartPole-v1").iterdir()) == ["test-time-exploiter-es0"]
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_act_resume_continues_the_runs_that_exist_and_starts_the_missing_ones(monkeypatch, capsys, tmp_path):
+    """A test-time phase stopped in its second run resumes with one command, as `compare --resume` does."""
+    from purerl import rundir
+    from purerl.cli import main
+    from purerl.studies import act_cli
+
+    calls = []
+
+    def evolve_one_run_then_stop(task, config, out, args, resume):
+        calls.append((out.name, resume))
+        if out.name != "test-time-es0":
+            raise _Stop
+        if not resume:
+            rundir.start(out, act_cli._record(task, config, args), False)
+
+    monkeypatch.setattr(act_cli, "_evolve", evolve_one_run_then_stop)
+    argv = ["act", "test-time", "--runs-dir", str(tmp_path), "--generations", "1", "--no-progress"]
+    with pytest.raises(_Stop):
+        main(argv)
+    assert main(argv) == 2 and "already holds this run" in capsys.readouterr().err
+    calls.clear()
+    with pytest.raises(_Stop):
+        main([*argv, "--resume"])
+    assert calls == [("test-time-es0", True), ("test-time-exploiter-es0", False)]

@@ -71,7 +71,7 @@ def add_act(sub) -> None:
                      "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/ENV/report.md)")
     act.add_argument("--from-params", type=Path, help="evaluate the evolved parameters in this folder (a --runs-dir "
                      "ENV folder or a report's params/ folder) instead of evolving")
-    act.add_argument("--resume", action="store_true", help="continue the evolve runs under --runs-dir")
+    act.add_argument("--resume", action="store_true", help="continue the evolve runs under --runs-dir (and start the phase's missing ones)")
     act.add_argument("--overwrite", action="store_true", help="replace the purerl runs under --runs-dir")
     act.add_argument("--no-progress", action="store_true")
     act.set_defaults(run=cmd_act)

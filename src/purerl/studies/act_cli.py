@@ -63,11 +63,14 @@ def run_cli(args) -> int:
     if args.from_params is None:
         tasks = ({args.mode: act.train_time_task(args.mode, args.env, config.seed)} if args.phase == "train-time" else
                  {prefix: act.test_time_task(args.env, kind, config.seed) for prefix, kind, _ in RUNS["test-time"]})
-        for prefix, task in tasks.items():  # every run directory checked before the first evolves
-            rundir.prepare(base / run_name(prefix, config.seed), _record(task, config, args), args.resume,
+        # --resume continues the runs that exist and starts the others, as `compare --resume` does, so a phase
+        # stopped between its runs resumes with one command; every run directory is checked before one evolves.
+        continued = {prefix: args.resume and rundir.holds_run(base / run_name(prefix, config.seed)) for prefix in tasks}
+        for prefix, task in tasks.items():
+            rundir.prepare(base / run_name(prefix, config.seed), _record(task, config, args), continued[prefix],
                            args.overwrite)
         for prefix, task in tasks.items():
-            _evolve(task, config, base / run_name(prefix, config.seed), args)
+            _evolve(task, config, base / run_name(prefix, config.seed), args, continued[prefix])
     present = evolved_runs(source, args.phase)
     if args.report:  # the report's tables can be re-evaluated from these without re-evolving
         _keep_params([run_dir for *_, run_dir in present], plots_dir / f"{PARAMS}{act.env_suffix(args.env)}")
@@ -98,10 +101,10 @@ def _record(task: MetaTask, config: ESConfig, args) -> dict:
     return json.loads(json.dumps(config_json(task, config, {"preset": args.preset})))  # as config.json holds it
 
 
-def _evolve(task: MetaTask, config: ESConfig, out: Path, args) -> None:
+def _evolve(task: MetaTask, config: ESConfig, out: Path, args, resume: bool) -> None:
     evolution = Evolution(task, config)
     log = evolve_run(evolution, out, config_json(task, config, {"preset": args.preset}),
-                     resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress)
+                     resume=resume, overwrite=args.overwrite, progress=not args.no_progress)
     print(f"{task.name}: fitness mean {log[0]['mean']:.2f} -> {log[-1]['mean']:.2f} "
           f"(best {max(r['best'] for r in log):.2f}) over {len(log)} generations; {out}")
 
