@@ -174,3 +174,16 @@ def test_act_resume_continues_the_runs_that_exist_and_starts_the_missing_ones(mo
     with pytest.raises(_Stop):
         main([*argv, "--resume"])
     assert calls == [("test-time-es0", True), ("test-time-exploiter-es0", False)]
+
+
+def test_an_evolve_run_without_report_only_evolves(monkeypatch, capsys, tmp_path):
+    """Evaluating every run in the folder after each evolve run cost more than the run itself on Pendulum."""
+    from purerl.cli import main
+    from purerl.studies import act_cli
+
+    evolved = []
+    monkeypatch.setattr(act_cli, "_evolve", lambda task, config, out, args, resume: evolved.append(out.name))
+    monkeypatch.setattr(act, "evaluate_train_time", lambda *a: pytest.fail("an evolve run evaluated"))
+    assert main(["act", "train-time", "--env", "Pendulum-v1", "--runs-dir", str(tmp_path), "--no-progress"]) == 0
+    assert evolved == ["anti-es0"]
+    assert f"--from-params {tmp_path / 'Pendulum-v1'}" in capsys.readouterr().out

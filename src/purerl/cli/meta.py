@@ -67,11 +67,13 @@ def add_act(sub) -> None:
     act.add_argument("--seed", type=integer)
     act.add_argument("--max-parallel", type=integer)
     act.add_argument("--runs-dir", type=Path, default=Path("runs/act"), help="evolve runs go to RUNS_DIR/ENV/...")
-    act.add_argument("--report", type=Path, help="markdown regenerated here, evaluations and evolved parameters in "
-                     "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/ENV/report.md)")
+    act.add_argument("--report", type=Path, help="evaluate every run present and regenerate this markdown, "
+                     "evaluations and evolved parameters in REPORT's stem folder, provenance in manifest.json "
+                     "(an evolve run without it only evolves; --from-params defaults it to RUNS_DIR/ENV/report.md)")
     act.add_argument("--from-params", type=Path, help="evaluate the evolved parameters in this folder (a --runs-dir "
                      "ENV folder or a report's params/ folder) instead of evolving")
-    act.add_argument("--resume", action="store_true", help="continue the evolve runs under --runs-dir (and start the phase's missing ones)")
+    act.add_argument("--resume", action="store_true",
+                     help="continue the evolve runs under --runs-dir (and start the phase's missing ones)")
     act.add_argument("--overwrite", action="store_true", help="replace the purerl runs under --runs-dir")
     act.add_argument("--no-progress", action="store_true")
     act.set_defaults(run=cmd_act)

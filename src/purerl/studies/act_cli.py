@@ -43,7 +43,9 @@ def evolved_runs(source: Path, phase: str) -> list[tuple[str, str | None, str, P
 
 
 def run_cli(args) -> int:
-    """Evolve this invocation's ES runs (or load them with --from-params), evaluate every run present, report."""
+    """Evolve this invocation's ES runs, or evaluate every run present (with --report or --from-params) and report.
+    An evolve run alone does not evaluate: re-evaluating every run in the folder after each one cost more than
+    evolving it on Pendulum (11 min against 10)."""
     envs.check_name(args.env)
     if args.phase == "test-time" and args.env != act.TEST_TIME_ENV:
         raise ConfigError(f"test-time ACT steers a cart to a goal position: it runs on {act.TEST_TIME_ENV}, "
@@ -71,6 +73,9 @@ def run_cli(args) -> int:
                            args.overwrite)
         for prefix, task in tasks.items():
             _evolve(task, config, base / run_name(prefix, config.seed), args, continued[prefix])
+        if args.report is None:
+            print(f"evaluate: purerl act {args.phase} --env {args.env} --from-params {base}")
+            return 0
     present = evolved_runs(source, args.phase)
     if args.report:  # the report's tables can be re-evaluated from these without re-evolving
         _keep_params([run_dir for *_, run_dir in present], plots_dir / f"{PARAMS}{act.env_suffix(args.env)}")
