@@ -52,6 +52,26 @@ def test_event_files_hold_the_same_numbers_as_metrics_csv(logged_run):
     assert aggregate["value_loss"][0][0] == 128  # x axis: env steps per member after the first update
 
 
+def test_tensorboard_gets_window_means_and_a_resumed_session_replaces_what_follows_its_checkpoint(tmp_path,
+                                                                                                monkeypatch):
+    pytest.importorskip("tensorboardX")
+    pytest.importorskip("tensorboard")
+    monkeypatch.setattr(loggers, "TENSORBOARD_POINTS", 3)
+    config = {"config": {"total_timesteps": 70}}  # 7 updates of 10 steps: windows of 3 updates
+
+    def session(start, returns):
+        chunk_logger = loggers.ChunkLogger(["tensorboard"], tmp_path, ["seed=0"], {"default": [0]}, 10, config)
+        chunk_logger.write(start, {"episode_return": np.array([returns])})
+        chunk_logger.close()
+
+    session(0, [np.nan, 2.0, 4.0, 1.0, 1.0, 1.0, 5.0])
+    first = read_scalars(tmp_path / loggers.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
+    assert first == [(30, 3.0), (60, 1.0), (70, 5.0)]  # NaN skipped; the last window is shorter
+    session(4, [7.0, 8.0, 9.0])  # resumed from the checkpoint after update 4: its steps start at 50
+    resumed = read_scalars(tmp_path / loggers.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
+    assert resumed == [(30, 3.0), (70, 8.0)]
+
+
 def test_wandb_logs_offline_without_a_network(tmp_path, monkeypatch):
     pytest.importorskip("wandb")
     monkeypatch.delenv("WANDB_MODE", raising=False)
@@ -97,7 +117,7 @@ def test_chunk_logger_skips_updates_in_which_no_episode_ended():
         def __init__(self, out, config, num_updates):
             pass
 
-        def write(self, steps, points):
+        def write(self, steps, points, first_step):
             written.append((steps, points))
 
         def close(self):
@@ -127,7 +147,7 @@ def test_closing_in_the_background_follows_every_write_and_close_waits_for_it():
         def __init__(self, out, config, num_updates):
             pass
 
-        def write(self, steps, points):
+        def write(self, steps, points, first_step):
             events.append("write")
 
         def close(self):

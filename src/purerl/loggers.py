@@ -5,7 +5,9 @@ logging never reaches into it with a per-step callback: after each chunk the hos
 chunk's rows to `ChunkLogger.write`. Every member (seed x grid setting) is its own series,
 next to an aggregate per setting (mean of each metric over the setting's seeds, and the IQM
 of the episode return). The x axis is env steps per member, as in curves.png and metrics.csv.
-TensorBoard gets every update; W&B gets window means (see `WandB`).
+Each backend gets at most its `max_points` per series, as means over windows of consecutive updates
+(`Windows`): past that many, its charts show a sample anyway, and every point costs the training CPU.
+metrics.csv keeps every update.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from purerl.config import ConfigError
 EXTRAS = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wandb")}  # kind: (module, extra)
 TENSORBOARD_DIR = "tensorboard"
 WANDB_DIR = "wandb"
-WANDB_POINTS = 250  # most points per W&B series in one run: its charts draw at most 1,000-1,500 points anyway
+TENSORBOARD_POINTS = 1000  # TensorBoard keeps 1,000 points per scalar series by default (a reservoir sample)
+WANDB_POINTS = 250  # W&B's charts draw at most 1,000-1,500 points, and each `run.log` is an IPC round trip
 
 
 def check(kinds: list[str]) -> None:
@@ -51,7 +54,7 @@ class ChunkLogger:
         total_timesteps = config.get("config", {}).get("total_timesteps")
         self.num_updates = total_timesteps // steps_per_update if total_timesteps else None
         self.series = [_member_series(label) for label in labels]  # (setting, "seed=N") per member
-        self.kinds, self.backends, self.closing = kinds, [], False
+        self.kinds, self.backends, self.windows, self.first_step, self.closing = kinds, [], [], None, False
         # One background thread opens the backends (W&B starts a service: seconds, overlapped with the compile),
         # then writes each chunk while the next one computes (XLA releases the GIL), in chunk order.
         self.worker = ThreadPoolExecutor(max_workers=1) if kinds else None
@@ -59,6 +62,7 @@ class ChunkLogger:
 
     def _open(self, out: Path, config: dict) -> None:
         self.backends = [_BACKENDS[kind](out, config, self.num_updates) for kind in self.kinds]
+        self.windows = [Windows(self.num_updates, getattr(backend, "max_points", None)) for backend in self.backends]
 
     def write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
         """`metrics[name]` is [members, updates] (host arrays) for updates start, start+1, ... of this chunk."""
@@ -70,15 +74,21 @@ class ChunkLogger:
 
     def _write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
         num_updates = next(iter(metrics.values())).shape[1]
-        steps = ((start + 1 + np.arange(num_updates)) * self.steps_per_update).tolist()
+        steps = (start + 1 + np.arange(num_updates)) * self.steps_per_update
+        if self.first_step is None:
+            self.first_step = int(steps[0])
         series = {key: {name: values[i] for name, values in metrics.items()} for i, key in enumerate(self.series)}
         for setting, members in self.groups.items():
             series[(setting, "aggregate")] = _aggregate({name: values[members] for name, values in metrics.items()})
-        # Per series and update, the finite values only: an update in which no episode ended has no return point.
-        points = {key: [{name: v[t] for name, v in lists.items() if np.isfinite(v[t])} for t in range(num_updates)]
-                  for key, lists in ((key, {n: v.tolist() for n, v in data.items()}) for key, data in series.items())}
-        for backend in self.backends:
-            backend.write(steps, points)
+        for backend, windows in zip(self.backends, self.windows):
+            self._send(backend, *windows.add(steps, series))
+
+    def _send(self, backend, steps: np.ndarray, series: dict) -> None:
+        """Per series and point, the finite values only: an update in which no episode ended has no return."""
+        if len(steps):
+            points = {key: [{name: v[t] for name, v in lists.items() if math.isfinite(v[t])} for t in range(len(steps))]
+                      for key, lists in ((key, {n: v.tolist() for n, v in data.items()}) for key, data in series.items())}
+            backend.write(steps.tolist(), points, self.first_step)
 
     def close_in_background(self) -> None:
         """Queue the backends' closing behind the chunks already queued and return at once: W&B's finish
@@ -100,8 +110,47 @@ class ChunkLogger:
             if previous is not None:
                 previous.result()  # the last chunk's errors surface in `close`
         finally:
-            for backend in self.backends:
-                backend.close()
+            for backend, windows in zip(self.backends, self.windows):
+                try:
+                    self._send(backend, *windows.flush())  # the last, shorter window
+                finally:
+                    backend.close()
+
+
+class Windows:
+    """Means over windows of consecutive updates (NaNs skipped), sized so a series gets at most `max_points`.
+
+    Windows run across chunk edges: `add` returns the windows a chunk completes and keeps the rest for the next.
+    """
+
+    def __init__(self, num_updates: int | None, max_points: int | None):
+        self.size = max(1, math.ceil((num_updates or 0) / max_points)) if max_points else 1
+        self.steps, self.series = np.zeros(0, np.int64), {}
+
+    def add(self, steps: np.ndarray, series: dict) -> tuple[np.ndarray, dict]:
+        """(last env step of each completed window, {key: {name: [windows]}}) for one chunk's updates."""
+        if self.size == 1:
+            return steps, series
+        self.steps = np.concatenate([self.steps, steps])
+        self.series = {key: {name: np.concatenate([self.series.get(key, {}).get(name, []), v])
+                             for name, v in data.items()} for key, data in series.items()}
+        return self._take(len(self.steps) // self.size * self.size)
+
+    def flush(self) -> tuple[np.ndarray, dict]:
+        """The last window, shorter than the others (nothing when the updates filled whole windows)."""
+        return self._take(len(self.steps))
+
+    def _take(self, count: int) -> tuple[np.ndarray, dict]:
+        """The windows in the first `count` updates held: whole ones, or (from `flush`) one shorter one."""
+        size = min(self.size, count) or 1
+        with warnings.catch_warnings():  # a window in which no episode ended: NaN, skipped
+            warnings.simplefilter("ignore", RuntimeWarning)
+            means = {key: {name: np.nanmean(v[:count].reshape(-1, size), axis=1) for name, v in data.items()}
+                     for key, data in self.series.items()}
+        steps = self.steps[size - 1:count:size]
+        self.steps = self.steps[count:]
+        self.series = {key: {name: v[count:] for name, v in data.items()} for key, data in self.series.items()}
+        return steps, means
 
 
 def _member_series(label: str) -> tuple[str, str]:
@@ -134,13 +183,15 @@ class TensorBoard:
 
     def __init__(self, out: Path, config: dict, num_updates: int | None):
         self.root, self.writers, self.purge_step = out / TENSORBOARD_DIR, {}, None
+        self.max_points = TENSORBOARD_POINTS
+        from tensorboardX.proto import event_pb2, summary_pb2  # imported here, while the run compiles
 
-    def write(self, steps: list[int], points: dict) -> None:
-        from tensorboardX.proto.event_pb2 import Event
-        from tensorboardX.proto.summary_pb2 import Summary
+        self.event_pb2, self.summary_pb2 = event_pb2, summary_pb2
 
+    def write(self, steps: list[int], points: dict, first_step: int) -> None:
+        Event, Summary = self.event_pb2.Event, self.summary_pb2.Summary
         if self.purge_step is None:  # a resumed run drops what an earlier session logged past its checkpoint
-            self.purge_step = steps[0]
+            self.purge_step = first_step
         for (setting, series), rows in points.items():
             writer = self._writer(setting, series)
             for step, row in zip(steps, rows):  # one event per update holding every metric
@@ -151,11 +202,14 @@ class TensorBoard:
     def _writer(self, setting: str, series: str):
         if (setting, series) not in self.writers:
             from tensorboardX.event_file_writer import EventsWriter
-            from tensorboardX.proto.event_pb2 import Event, SessionLog
+
+            Event, SessionLog = self.event_pb2.Event, self.event_pb2.SessionLog
 
             directory = self.root / setting / series
             directory.mkdir(parents=True, exist_ok=True)
-            writer = EventsWriter(str(directory / "events"))
+            # tensorboardX names the file by the second and opens it with "wb": the suffix keeps a session
+            # resumed within the same second from overwriting the last one's file
+            writer = EventsWriter(str(directory / "events"), filename_suffix=f".{os.getpid()}.{time.time_ns()}")
             if self.purge_step:  # TensorBoard discards the older file's events from this step on
                 writer.write_event(Event(wall_time=time.time(), step=self.purge_step,
                                          session_log=SessionLog(status=SessionLog.START)))
@@ -175,11 +229,9 @@ class WandB:
     """One W&B run per purerl run (its config attached), with a series per member and per setting aggregate.
 
     Each `run.log` is one IPC round trip to W&B's service whose cost grows with the keys (about 3 ms for 8
-    members' metrics on two busy cores), so logging every update of a small task like CartPole costs more
-    than the 5% budget. W&B therefore gets one point per window of consecutive updates, the mean of each
-    metric over the window, with windows sized to send at most `WANDB_POINTS` per series; metrics.csv and
-    TensorBoard keep every update. Without a network connection it logs offline into RUN/wandb
-    (`wandb sync` uploads it later); WANDB_MODE, when set, decides instead.
+    members' metrics on two busy cores), so W&B gets at most `WANDB_POINTS` window means per series.
+    Without a network connection it logs offline into RUN/wandb (`wandb sync` uploads it later);
+    WANDB_MODE, when set, decides instead.
     """
 
     def __init__(self, out: Path, config: dict, num_updates: int | None):
@@ -189,29 +241,15 @@ class WandB:
         (out / WANDB_DIR).mkdir(exist_ok=True)
         self.run = wandb.init(dir=str(out), name=out.name, config=config, mode=mode, reinit="create_new")
         self.run.define_metric("*", step_metric="env_steps")
-        self.window = max(1, math.ceil((num_updates or 0) / WANDB_POINTS))
-        self.pending: list[tuple[int, dict]] = []  # this window's updates so far: (env steps, {key: value})
+        self.max_points = WANDB_POINTS
 
-    def write(self, steps: list[int], points: dict) -> None:
+    def write(self, steps: list[int], points: dict, first_step: int) -> None:
         for t, step in enumerate(steps):
-            self.pending.append((step, {f"{setting}/{series}/{name}": value
-                                        for (setting, series), rows in points.items()
-                                        for name, value in rows[t].items()}))
-            if len(self.pending) == self.window:
-                self._log_window()
-
-    def _log_window(self) -> None:
-        """The window's mean of each key over the updates that have it, at the window's last env step."""
-        sums, counts = {}, {}
-        for _, data in self.pending:
-            for key, value in data.items():
-                sums[key], counts[key] = sums.get(key, 0.0) + value, counts.get(key, 0) + 1
-        self.run.log({"env_steps": self.pending[-1][0], **{key: sums[key] / counts[key] for key in sums}})
-        self.pending = []
+            self.run.log({"env_steps": step, **{f"{setting}/{series}/{name}": value
+                                                for (setting, series), rows in points.items()
+                                                for name, value in rows[t].items()}})
 
     def close(self) -> None:
-        if self.pending:  # the last, shorter window
-            self._log_window()
         self.run.finish()
 
 
