@@ -18,6 +18,7 @@ import socket
 import time
 import urllib.parse
 import warnings
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,6 +31,7 @@ EXTRAS = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wa
 TENSORBOARD_DIR = "tensorboard"
 WANDB_DIR = "wandb"
 TENSORBOARD_POINTS = 1000  # TensorBoard keeps 1,000 points per scalar series by default (a reservoir sample)
+MAX_QUEUED = 3  # tasks the writer thread may hold: W&B's opening can outlast the compile by a chunk or two
 WANDB_POINTS = 250  # W&B's charts draw at most 1,000-1,500 points, and each `run.log` is an IPC round trip
 
 
@@ -58,7 +60,7 @@ class ChunkLogger:
         # One background thread opens the backends (W&B starts a service: seconds, overlapped with the compile),
         # then writes each chunk while the next one computes (XLA releases the GIL), in chunk order.
         self.worker = ThreadPoolExecutor(max_workers=1) if kinds else None
-        self.pending = self.worker.submit(self._open, Path(out), config) if kinds else None
+        self.queued = deque([self.worker.submit(self._open, Path(out), config)] if kinds else [])
 
     def _open(self, out: Path, config: dict) -> None:
         self.backends = [_BACKENDS[kind](out, config, self.num_updates) for kind in self.kinds]
@@ -68,9 +70,13 @@ class ChunkLogger:
         """`metrics[name]` is [members, updates] (host arrays) for updates start, start+1, ... of this chunk."""
         if not self.kinds:
             return
-        if self.pending is not None:
-            self.pending.result()  # the previous chunk is out, and its errors surface here
-        self.pending = self.worker.submit(self._write, start, metrics)
+        self._settle(MAX_QUEUED - 1)
+        self.queued.append(self.worker.submit(self._write, start, metrics))
+
+    def _settle(self, keep: int) -> None:
+        """Wait until at most `keep` tasks are queued; the errors of the tasks waited for surface here."""
+        while len(self.queued) > keep:
+            self.queued.popleft().result()
 
     def _write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
         num_updates = next(iter(metrics.values())).shape[1]
@@ -92,29 +98,27 @@ class ChunkLogger:
 
     def close_in_background(self) -> None:
         """Queue the backends' closing behind the chunks already queued and return at once: W&B's finish
-        waits about a second on its service, which then overlaps the run's own outputs. `close` joins it."""
+        waits on its service, which then overlaps the run's own outputs. `close` joins it."""
         if self.worker is not None and not self.closing:
-            self.closing, previous = True, self.pending
-            self.pending = self.worker.submit(self._close_after, previous)
+            self.closing = True
+            self.queued.append(self.worker.submit(self._close_backends))
 
     def close(self) -> None:
         """Close every backend (after the chunks already queued) and wait until they are closed."""
         if self.worker is None:
             return
         self.close_in_background()
-        self.pending.result()
-        self.worker.shutdown()
-
-    def _close_after(self, previous) -> None:
         try:
-            if previous is not None:
-                previous.result()  # the last chunk's errors surface in `close`
+            self._settle(0)  # the first error of a queued task is raised here
         finally:
-            for backend, windows in zip(self.backends, self.windows):
-                try:
-                    self._send(backend, *windows.flush())  # the last, shorter window
-                finally:
-                    backend.close()
+            self.worker.shutdown()
+
+    def _close_backends(self) -> None:
+        for backend, windows in zip(self.backends, self.windows):
+            try:
+                self._send(backend, *windows.flush())  # the last, shorter window
+            finally:
+                backend.close()
 
 
 class Windows:
