@@ -76,13 +76,14 @@ def test_purejaxrl_patches_a_temporary_copy_and_reads_its_own_config(tmp_path):
     copy.mkdir()
     wrappers = "import jax\n" + script.BRAX_NAVIX_IMPORTS + "class FlattenObservationWrapper:\n" + script.FIVE_VALUE_STEP
     (checkout / "purejaxrl" / "wrappers.py").write_text(wrappers)
-    (checkout / "purejaxrl" / "ppo.py").write_text('if __name__ == "__main__":\n    config = {"LR": 2.5e-4, "ENV_NAME": '
-                                                   '"CartPole-v1", "DEBUG": True}\n')
+    (checkout / "purejaxrl" / "ppo.py").write_text("def train(rng):\n" + script.VMAPPED_INIT + 'if __name__ == "__main__":\n    config = '
+                                                   '{"LR": 2.5e-4, "ENV_NAME": "CartPole-v1", "DEBUG": True}\n')
     applied = script.patched_copy(checkout, copy)
     assert len(applied) == len(script.PATCHES)
     patched = (copy / "wrappers.py").read_text()
     assert "brax" not in patched and "navix" not in patched and "terminated, truncated, info" in patched
     assert "!= 'final_observation'" in patched  # gymnax 1.x's extra info would be kept for every step
+    assert "sequential_vmap" in (copy / "ppo.py").read_text()
     assert (checkout / "purejaxrl" / "wrappers.py").read_text() == wrappers  # the user's checkout is untouched
     config = script.purejaxrl_config(checkout, "cartpole", 1024)
     assert config == {"LR": 2.5e-4, "ENV_NAME": "CartPole-v1", "DEBUG": False, "TOTAL_TIMESTEPS": 1024}
@@ -93,6 +94,17 @@ def test_purejaxrl_patches_a_temporary_copy_and_reads_its_own_config(tmp_path):
         assert "expects its text once" in str(error) and "\n" not in str(error)
     else:
         raise AssertionError("an unknown wrappers.py must stop the peer")
+
+
+def test_purejaxrl_sequential_init_gives_the_vmapped_init_parameters():
+    import flax.linen as nn
+    import jax
+
+    dense = nn.Dense(8, kernel_init=nn.initializers.orthogonal(2.0))  # PureJaxRL's kind of initialiser
+    x, keys = jax.numpy.zeros(4), jax.random.split(jax.random.PRNGKey(0), 3)
+    vmapped = jax.vmap(lambda key: dense.init(key, x))(keys)
+    sequential = jax.vmap(jax.custom_batching.sequential_vmap(lambda key: dense.init(key, x)))(keys)
+    assert jax.tree.all(jax.tree.map(lambda a, b: bool((a == b).all()), vmapped, sequential))
 
 
 def test_purejaxrl_peer_without_a_checkout_is_skipped_with_its_reason():

@@ -10,6 +10,11 @@ are the minimal changes today's gymnax needs:
 - gymnax 1.x's `step` returns six values (terminated and truncated apart);
   PureJaxRL's `FlattenObservationWrapper` unpacks five. It now unpacks six and
   passes on `done = terminated or truncated`, what gymnax 0.x returned as done.
+- `ppo.py` initialises the network inside `train`, so under `jax.vmap` the orthogonal
+  initialisers become several independent batched QRs, on which jaxlib 0.10's CPU
+  runtime can deadlock (0% CPU, forever: 8 MinAtar seeds hung in 2 of 3 tries).
+  `jax.custom_batching.sequential_vmap` makes that one call loop over the seeds. The
+  keys, and so the parameters, are unchanged; training is still vmapped.
 
 The config is PureJaxRL's own: CartPole's is the dict in `ppo.py`'s `__main__`
 block (with `DEBUG` off: its print callback is not part of training), MinAtar's
@@ -56,11 +61,16 @@ SIX_VALUE_STEP = (
     "        info = {k: v for k, v in info.items() if k != 'final_observation'}\n"
     "        obs = jnp.reshape(obs, (-1,))\n"
 )
+VMAPPED_INIT = "        network_params = network.init(_rng, init_x)\n"
+SEQUENTIAL_INIT = ("        network_params = jax.custom_batching.sequential_vmap(\n"
+                   "            lambda key: network.init(key, init_x))(_rng)\n")
 # (file, old text, new text, why): each old text must occur exactly once.
 PATCHES = (
     ("wrappers.py", BRAX_NAVIX_IMPORTS, "", "drop brax/navix imports (unused for gymnax envs)"),
     ("wrappers.py", FIVE_VALUE_STEP, SIX_VALUE_STEP, "FlattenObservationWrapper: gymnax 1.x six-value step; its "
      "new info['final_observation'] is dropped (ppo.py keeps every step's info: 400 GiB at 256 MinAtar seeds)"),
+    ("ppo.py", VMAPPED_INIT, SEQUENTIAL_INIT, "network.init runs seed by seed under vmap (jaxlib 0.10's CPU "
+     "deadlock on several batched QRs of orthogonal init); the same keys, so the same parameters"),
 )
 MINATAR_NOTEBOOK = Path("examples") / "brax_minatar.ipynb"
 
