@@ -187,12 +187,15 @@ PEERS: dict[str, Peer] = {
             "total_timesteps": "TOTAL_TIMESTEPS = purerl's step count, a whole number of updates, so both sides "
                                "run the same updates",
             "patches": "wrappers.py: brax/navix imports dropped; FlattenObservationWrapper unpacks gymnax 1.x's "
-                       "six-value step (done = terminated or truncated). Applied to a temporary copy only.",
+                       "six-value step (done = terminated or truncated); ppo.py's network.init runs seed by seed "
+                       "under vmap (jaxlib 0.10's CPU deadlock on batched QRs). Applied to a temporary copy only.",
         },
         mismatches=(
             "Patched, on a temporary copy only: wrappers.py's brax and navix imports are dropped, and its "
             "FlattenObservationWrapper unpacks gymnax 1.x's six-value step, passing on done = terminated or "
-            "truncated. Config: CartPole's is ppo.py's own (DEBUG off), MinAtar's is examples/brax_minatar.ipynb's "
+            "truncated. ppo.py's network.init runs seed by seed under vmap (jax.custom_batching.sequential_vmap; "
+            "same keys, same parameters): vmapped, its orthogonal initialisers' batched QRs can deadlock jaxlib "
+            "0.10 on a CPU. Config: CartPole's is ppo.py's own (DEBUG off), MinAtar's is examples/brax_minatar.ipynb's "
             "with ENV_NAME=Breakout-MinAtar; TOTAL_TIMESTEPS is set to purerl's step count.",
             "Time limits: PureJaxRL treats a truncated episode as terminal (no bootstrap); purerl bootstraps "
             "from the final observation.",
