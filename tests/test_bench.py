@@ -76,8 +76,8 @@ def test_purejaxrl_patches_a_temporary_copy_and_reads_its_own_config(tmp_path):
     copy.mkdir()
     wrappers = "import jax\n" + script.BRAX_NAVIX_IMPORTS + "class FlattenObservationWrapper:\n" + script.FIVE_VALUE_STEP
     (checkout / "purejaxrl" / "wrappers.py").write_text(wrappers)
-    (checkout / "purejaxrl" / "ppo.py").write_text("def train(rng):\n" + script.VMAPPED_INIT + 'if __name__ == "__main__":\n    config = '
-                                                   '{"LR": 2.5e-4, "ENV_NAME": "CartPole-v1", "DEBUG": True}\n')
+    main_block = 'if __name__ == "__main__":\n    config = {"LR": 2.5e-4, "ENV_NAME": "CartPole-v1", "DEBUG": True}\n'
+    (checkout / "purejaxrl" / "ppo.py").write_text("def train(rng):\n" + script.VMAPPED_INIT + main_block)
     applied = script.patched_copy(checkout, copy)
     assert len(applied) == len(script.PATCHES)
     patched = (copy / "wrappers.py").read_text()

@@ -91,10 +91,12 @@ class ChunkLogger:
 
     def _send(self, backend, steps: np.ndarray, series: dict) -> None:
         """Per series and point, the finite values only: an update in which no episode ended has no return."""
-        if len(steps):
-            points = {key: [{name: v[t] for name, v in lists.items() if math.isfinite(v[t])} for t in range(len(steps))]
-                      for key, lists in ((key, {n: v.tolist() for n, v in data.items()}) for key, data in series.items())}
-            backend.write(steps.tolist(), points, self.first_step)
+        if not len(steps):
+            return
+        lists = {key: {name: v.tolist() for name, v in data.items()} for key, data in series.items()}
+        points = {key: [{name: v[t] for name, v in data.items() if math.isfinite(v[t])} for t in range(len(steps))]
+                  for key, data in lists.items()}
+        backend.write(steps.tolist(), points, self.first_step)
 
     def close_in_background(self) -> None:
         """Queue the backends' closing behind the chunks already queued and return at once: W&B's finish
