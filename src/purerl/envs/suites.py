@@ -64,7 +64,17 @@ def make(name: str, max_episode_steps: int | None = None) -> Env:
 
 class SuiteEnv(Env):
     """A suite env under purerl's contract. Subclasses give `_reset(key) -> (obs, inner)` and
-    `_step(key, inner, action) -> (inner, obs, reward, terminated, truncated)`, neither resetting."""
+    `_step(key, inner, action) -> (inner, obs, reward, terminated, truncated)`, neither resetting.
+
+    `envs_per_reset` > 1 makes a vmapped `step` build one fresh state per that many envs instead of one per
+    env, and hand them to the envs that ended this step, the k-th to end taking fresh state k modulo their
+    number. That is for suites whose reset costs many steps (Craftax generates a world). Envs that end together
+    beyond the pool's size share a start, whose play then diverges with their own keys; Craftax's baseline PPO
+    (Craftax_Baselines' `OptimisticResetVecEnvWrapper`, reset ratio 16) makes the same trade. The batch rule is a
+    `custom_vmap`, so it applies however the wrappers above vmap `step`; an unbatched `step` resets exactly.
+    """
+
+    envs_per_reset = 1
 
     def _init_spaces(self, num_actions: int) -> None:
         obs = jax.eval_shape(lambda key: self._reset(key)[0], jax.random.PRNGKey(0))
@@ -75,12 +85,37 @@ class SuiteEnv(Env):
         return self._reset(key)
 
     def step(self, key, state, action):
+        if self.envs_per_reset == 1:
+            return self._exact_step(key, state, action)
+        pooled = jax.custom_batching.custom_vmap(self._exact_step)
+        pooled.def_vmap(self._pooled_step_batch)
+        return pooled(key, state, action)
+
+    def _exact_step(self, key, state, action):
         step_key, reset_key = jax.random.split(key)
-        inner, obs, reward, terminated, truncated = self._step(step_key, state, action)
+        return self._finish(*self._reset(reset_key), *self._step(step_key, state, action))
+
+    def _pooled_step_batch(self, axis_size, in_batched, keys, states, actions):
+        keys, states, actions = jax.tree.map(
+            lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size, *jnp.shape(x))),
+            (keys, states, actions), tuple(in_batched))
+        step_keys, reset_keys = jnp.unstack(jax.vmap(jax.random.split)(keys), axis=1)
+        inner, obs, reward, terminated, truncated = jax.vmap(self._step)(step_keys, states, actions)
+        pool = max(1, axis_size // self.envs_per_reset)
+        fresh = jax.vmap(self._reset)(reset_keys[:pool])
+        done = jnp.logical_or(jnp.asarray(terminated, bool), jnp.asarray(truncated, bool))
+        slot = (jnp.cumsum(done) - 1) % pool
+        reset_obs, reset_inner = jax.tree.map(lambda x: x[slot], fresh)
+        out = jax.vmap(self._finish)(reset_obs, reset_inner, inner, obs, reward, terminated, truncated)
+        return out, jax.tree.map(lambda _: True, out)
+
+    @staticmethod
+    def _finish(reset_obs, reset_inner, inner, obs, reward, terminated, truncated):
+        """One env's step under purerl's contract: a time limit is never a termination, and an ended env
+        continues from its fresh state while `final_obs` keeps what the step reached."""
         terminated = jnp.asarray(terminated, bool)
         truncated = jnp.logical_and(jnp.asarray(truncated, bool), jnp.logical_not(terminated))
         done = jnp.logical_or(terminated, truncated)
-        reset_obs, reset_inner = self._reset(reset_key)
         keep_dtype = lambda fresh, old: jnp.where(done, fresh, old).astype(old.dtype)  # noqa: E731
         timestep = Timestep(obs=keep_dtype(reset_obs, obs), reward=jnp.asarray(reward, jnp.float32),
                             terminated=terminated, truncated=truncated, final_obs=obs, info={})
@@ -131,7 +166,9 @@ class XMiniGrid(SuiteEnv):
 
 class Craftax(SuiteEnv):
     """Craftax (symbolic observations), built without its own auto-reset. Its `done` mixes death and the
-    time limit; here the time limit alone is a truncation."""
+    time limit; here the time limit alone is a truncation. Its world generation is pooled (`envs_per_reset`)."""
+
+    envs_per_reset = 16
 
     def __init__(self, name, task, max_episode_steps):
         from craftax.craftax_env import make_craftax_env_from_name
