@@ -1,12 +1,13 @@
 """`--log tensorboard` writes event files TensorBoard reads back; `--log wandb` logs offline without a network."""
 
 import csv
+import io
 import math
 
 import numpy as np
 import pytest
 
-from purerl import loggers
+from purerl import loggers, wandb_process
 from cli_run import SMALL, run_cli
 from purerl.cli import main
 
@@ -75,7 +76,7 @@ def test_tensorboard_gets_window_means_and_a_resumed_session_replaces_what_follo
 def test_wandb_logs_offline_without_a_network(tmp_path, monkeypatch):
     pytest.importorskip("wandb")
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    monkeypatch.setattr(loggers, "_reachable", lambda url, timeout_s=2.0: False)  # as on a machine with no network
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")  # nothing listens there: as with no network
     out = tmp_path / "run"
     assert main(["train", "--out", str(out), "--seeds", "2", "--log", "wandb", *SMALL]) == 0
     offline = list((out / loggers.WANDB_DIR).glob("offline-run-*/run-*.wandb"))
@@ -84,7 +85,18 @@ def test_wandb_logs_offline_without_a_network(tmp_path, monkeypatch):
 
 def test_wandb_gets_window_means_within_its_point_budget(tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb")
-    logged = []
+    sent, logged = io.BytesIO(), []
+
+    class Pipe(io.BytesIO):
+        def close(self):
+            sent.write(self.getvalue())
+
+    class FakeProcess:  # what the trainer sends W&B's process, kept to replay below
+        def __init__(self, *args, **kwargs):
+            self.stdin, self.returncode = Pipe(), 0
+
+        def wait(self):
+            return 0
 
     class FakeRun:
         def define_metric(self, *args, **kwargs):
@@ -94,9 +106,9 @@ def test_wandb_gets_window_means_within_its_point_budget(tmp_path, monkeypatch):
             logged.append(data)
 
         def finish(self):
-            pass
+            logged.append("finished")
 
-    monkeypatch.setattr(wandb, "init", lambda **kwargs: FakeRun())
+    monkeypatch.setattr(loggers.subprocess, "Popen", FakeProcess)
     monkeypatch.setattr(loggers, "WANDB_POINTS", 3)
     config = {"config": {"total_timesteps": 70}}  # 7 updates of 10 steps: windows of 3, 3 and the last 1
     chunk_logger = loggers.ChunkLogger(["wandb"], tmp_path, ["seed=0"], {"default": [0]}, 10, config)
@@ -104,10 +116,24 @@ def test_wandb_gets_window_means_within_its_point_budget(tmp_path, monkeypatch):
     chunk_logger.write(0, {"episode_return": returns[:, :4], "value_loss": np.arange(4.0)[None]})
     chunk_logger.write(4, {"episode_return": returns[:, 4:], "value_loss": np.arange(4.0, 7.0)[None]})
     chunk_logger.close()
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setattr(wandb, "init", lambda **kwargs: FakeRun())
+    sent.seek(0)
+    wandb_process.serve(sent)
+    assert logged.pop() == "finished"
     assert [point["env_steps"] for point in logged] == [30, 60, 70]
     assert [point["default/seed=0/episode_return"] for point in logged] == [3.0, 1.0, 5.0]  # NaN skipped
     assert [point["default/seed=0/value_loss"] for point in logged] == [1.0, 4.0, 6.0]  # across the chunk edge
     assert logged[0]["default/aggregate/episode_return_iqm"] == 3.0
+
+
+def test_a_failed_wandb_process_is_reported_not_ignored(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "no-such-mode")  # wandb.init rejects it, in W&B's process
+    chunk_logger = loggers.ChunkLogger(["wandb"], tmp_path, ["seed=0"], {"default": [0]}, 10, {})
+    chunk_logger.write(0, {"episode_return": np.ones((1, 3))})
+    with pytest.raises(RuntimeError, match="W&B's logging process"):
+        chunk_logger.close()
 
 
 def test_chunk_logger_skips_updates_in_which_no_episode_ended():

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import os
-import socket
+import pickle
+import subprocess
+import sys
 import time
-import urllib.parse
 import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -26,10 +27,10 @@ import numpy as np
 
 from purerl import stats
 from purerl.config import ConfigError
+from purerl.wandb_process import DIRECTORY as WANDB_DIR
 
 EXTRAS = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wandb")}  # kind: (module, extra)
 TENSORBOARD_DIR = "tensorboard"
-WANDB_DIR = "wandb"
 TENSORBOARD_POINTS = 1000  # TensorBoard keeps 1,000 points per scalar series by default (a reservoir sample)
 MAX_QUEUED = 3  # tasks the writer thread may hold: W&B's opening can outlast the compile by a chunk or two
 WANDB_POINTS = 250  # W&B's charts draw at most 1,000-1,500 points, and each `run.log` is an IPC round trip
@@ -234,38 +235,38 @@ class TensorBoard:
 class WandB:
     """One W&B run per purerl run (its config attached), with a series per member and per setting aggregate.
 
-    Each `run.log` is one IPC round trip to W&B's service whose cost grows with the keys (about 3 ms for 8
-    members' metrics on two busy cores), so W&B gets at most `WANDB_POINTS` window means per series.
-    Without a network connection it logs offline into RUN/wandb (`wandb sync` uploads it later);
-    WANDB_MODE, when set, decides instead.
+    W&B itself runs in its own process (`wandb_process`): its import and `wandb.init` (about 0.7 s of CPU)
+    then use the core the trainer leaves idle while it compiles, and its calls never hold the trainer's GIL.
+    Each `run.log` is a round trip to W&B's service whose cost grows with the keys, so W&B gets at most
+    `WANDB_POINTS` window means per series. Without a network connection it logs offline into RUN/wandb
+    (`wandb sync` uploads it later); WANDB_MODE, when set, decides instead.
     """
 
     def __init__(self, out: Path, config: dict, num_updates: int | None):
-        import wandb
-
-        mode = os.environ.get("WANDB_MODE") or ("online" if _reachable(wandb.Settings().base_url) else "offline")
-        (out / WANDB_DIR).mkdir(exist_ok=True)
-        self.run = wandb.init(dir=str(out), name=out.name, config=config, mode=mode, reinit="create_new")
-        self.run.define_metric("*", step_metric="env_steps")
+        # -P: the script's folder (purerl's modules) stays off sys.path; a new session: a Ctrl-C meant for the
+        # trainer does not kill it, and it finishes the W&B run when the trainer closes its input
+        self.process = subprocess.Popen([sys.executable, "-P", str(Path(__file__).with_name("wandb_process.py"))],
+                                        stdin=subprocess.PIPE, start_new_session=True)
         self.max_points = WANDB_POINTS
+        self._send({"out": str(out), "config": config})
 
     def write(self, steps: list[int], points: dict, first_step: int) -> None:
-        for t, step in enumerate(steps):
-            self.run.log({"env_steps": step, **{f"{setting}/{series}/{name}": value
-                                                for (setting, series), rows in points.items()
-                                                for name, value in rows[t].items()}})
+        self._send((steps, points))
+
+    def _send(self, message) -> None:
+        try:
+            pickle.dump(message, self.process.stdin)
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            raise RuntimeError(f"W&B's logging process ended early (exit {self.process.wait()}); its error is above")
 
     def close(self) -> None:
-        self.run.finish()
-
-
-def _reachable(url: str, timeout_s: float = 2.0) -> bool:
-    parsed = urllib.parse.urlparse(url)
-    try:
-        socket.create_connection((parsed.hostname, parsed.port or 443), timeout=timeout_s).close()
-        return True
-    except OSError:
-        return False
+        try:
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass
+        if self.process.wait() != 0:
+            raise RuntimeError(f"W&B's logging process failed (exit {self.process.returncode}); its error is above")
 
 
 _BACKENDS = {"tensorboard": TensorBoard, "wandb": WandB}
