@@ -75,3 +75,20 @@ def test_bench_refuses_a_path_that_is_no_purejaxrl_checkout(tmp_path):
                            "--out", str(tmp_path / "b.md")], capture_output=True, text=True)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "not a checkout of luchris429/purejaxrl" in proc.stderr and not list(tmp_path.iterdir())
+
+
+def test_a_pinned_record_gets_its_own_section_beside_the_unpinned_one(tmp_path):
+    cpu = {**MACHINE, "gpu": None}
+    unpinned, pinned = _width_record(cpu), {**_width_record(cpu), "cores": 1, "command": "purerl bench --cores 1"}
+    records = gpu.merge([unpinned], [pinned])
+    assert records == [unpinned, pinned]
+    assert gpu.merge(records, [{**pinned, "command": "again"}])[-1]["command"] == "again"  # replaces its own kind
+    report = gpu.write_report(records, tmp_path / "benchmarks.md").read_text()
+    assert "## cartpole\n" in report and "## cartpole, every process pinned to 1 core\n" in report
+
+
+def test_bench_refuses_more_cores_than_it_may_use(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "purerl.cli", "bench", "--cores", "4096", "--out",
+                           str(tmp_path / "b.md")], capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "--cores 4096: this process may use only" in proc.stderr and not list(tmp_path.iterdir())

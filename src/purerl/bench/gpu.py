@@ -35,8 +35,9 @@ def is_gpu(record: dict) -> bool:
 
 
 def merge(old: list[dict], new: list[dict]) -> list[dict]:
-    """The old records, less those of the kinds measured anew (task, device scaling or not, CPU or GPU)."""
-    kind = lambda r: (r["task"], "device_rows" in r, is_gpu(r))  # noqa: E731
+    """The old records, less those of the kinds measured anew (task, device scaling or not, CPU or GPU, pinned
+    cores)."""
+    kind = lambda r: (r["task"], "device_rows" in r, is_gpu(r), r.get("cores"))  # noqa: E731
     fresh = {kind(r) for r in new}
     return [r for r in old if kind(r) not in fresh] + new
 

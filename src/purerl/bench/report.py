@@ -10,6 +10,16 @@ from pathlib import Path
 from purerl import results
 
 
+SEVERAL_CORES = (
+    "Several cores: purerl shards the seeds over one JAX host device per core (a width below the device count uses "
+    "fewer devices); every peer runs on one device, whose XLA or PyTorch may still spread its larger operations over "
+    "the cores in threads. `env steps/s` is the whole machine's rate; `per device` divides it by the devices used. "
+    "The sections pinned to cores (`--cores`) give the per-core figure.")
+PINNED = (
+    "Every process, purerl's and each peer's, may run only on the first {cores} core(s) (its CPU affinity), and "
+    "sizes its threads and purerl its host devices by that, so `env steps/s` compares the systems core for core.")
+
+
 def ratio(ours: dict, theirs: dict, key: str) -> float | None:
     if ours.get("error") or theirs.get("error") or not ours.get(key) or not theirs.get(key):
         return None
@@ -78,14 +88,13 @@ def _fmt(value, spec=",.0f"):
 
 def task_section(record: dict) -> list[str]:
     peer_names = [k for k in systems(record["rows"][0]) if k != "purerl"]
+    cores = record.get("cores")
     lines = [
-        f"## {record['task']}",
+        f"## {record['task']}" + (f", every process pinned to {cores} core{'s' * (cores > 1)}" if cores else ""),
         "",
         command_line(record),
         "",
-        "Several cores: purerl shards the seeds over one JAX host device per core (a width below the device count "
-        "uses fewer devices); every peer runs on one device. `env steps/s` is the whole machine's rate; "
-        "`per device` divides it by the devices used, which is the like-for-like efficiency figure.",
+        PINNED.format(cores=cores) if cores else SEVERAL_CORES,
         "",
         "| system | seeds | devices | cold compile s | warm-cache compile s | new process to training s | run s | "
         "env steps/s | per device | agents/hour | peak RSS MB | final return | load avg |",

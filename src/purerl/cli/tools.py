@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -24,6 +25,9 @@ def add_bench(sub) -> None:
     bench.add_argument("--devices", help="comma-separated device counts: measure scaling with devices instead")
     bench.add_argument("--purejaxrl", type=Path, metavar="PATH",
                        help="a checkout of luchris429/purejaxrl: adds its own ppo.py as a peer")
+    bench.add_argument("--cores", type=positive(integer), metavar="N",
+                       help="pin every measured process, purerl's and each peer's, to the first N cores (its own "
+                            "section): per-core efficiency, whatever threads or devices a system would use")
     bench.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
     bench.set_defaults(run=cmd_bench)
 
@@ -72,7 +76,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                              ("--total-timesteps", args.total_timesteps)) if value is not None]
         if ignored:
             raise ConfigError(f"{ignored[0]} does not apply to --task evolve (its preset fixes the population and budget)")
+    cores = sorted(os.sched_getaffinity(0))
+    if args.cores is not None:
+        if args.task == "evolve" or device_counts:
+            raise ConfigError("--cores applies to the width benchmarks, not to --task evolve or --devices")
+        if args.cores > len(cores):
+            raise ConfigError(f"--cores {args.cores}: this process may use only {len(cores)} cores")
     _check_bench_out(args.out)
+    if args.cores is not None:  # every worker and peer process inherits the affinity, and sizes its threads by it
+        os.sched_setaffinity(0, cores[:args.cores])
     if "purejaxrl" in names and args.purejaxrl is None:
         print(f"purejaxrl peer {harness.PUREJAXRL_SKIPPED}", file=sys.stderr)
     records = []
@@ -91,6 +103,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for record in records:
         record["command"] = command
         record["commit"] = f"{(commit or '?')[:10]}{' with uncommitted changes' if dirty else ''}"
+        if args.cores is not None:
+            record["cores"] = args.cores
     records_path = args.out.parent / "benchmarks" / "records.json"
     if records_path.exists():  # keep the other kinds of measurement already in the report
         records = gpu.merge(json.loads(records_path.read_text()), records)
