@@ -36,6 +36,18 @@ class PerArrayAdam(ppo_module.PPO):
         )
 
 
+class NoBootstrapForward(ppo_module.PPO):
+    """A cost probe, not a candidate (its targets are wrong after a truncation): the next values are the rollout's
+    own values shifted by one step, so the critic never runs over `bootstrap_obs`."""
+
+    def advantages(self, params, trajectory, carry, hp):
+        _, _, values = self.network.apply(params, carry, trajectory.obs, trajectory.reset, method="unroll")
+        next_values = jnp.concatenate([values[1:], values[-1:]])
+        advantages = ppo_module.gae(trajectory.reward, values, next_values, trajectory.terminated, trajectory.done,
+                                    hp.gamma, hp.gae_lambda)
+        return values, advantages, advantages + values
+
+
 def unrolled(body_name: str, unroll: int):
     """A PPO whose `lax.scan` over `body_name` (env_step, minibatch_step, backward) is unrolled."""
     scan = jax.lax.scan
@@ -61,6 +73,7 @@ VARIANTS = {
     "purerl": ppo_module.PPO,
     "rolled threefry (before)": ppo_module.PPO,  # compiled under ROLLED_THREEFRY
     "per-array Adam": PerArrayAdam,
+    "no bootstrap forward (probe)": NoBootstrapForward,
     "rollout scan unroll 4": unrolled("env_step", 4),
     "minibatch scan unroll 4": unrolled("minibatch_step", 4),
     "GAE scan unroll 8": unrolled("backward", 8),
