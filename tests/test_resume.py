@@ -80,3 +80,20 @@ def test_resuming_a_finished_run_changes_nothing_and_completes_missing_outputs(c
     rewritten = json.loads((out / "summary.json").read_text())
     assert without_timing(rewritten) == without_timing(json.loads(summary))
     assert rewritten["run_s"] == json.loads(summary)["run_s"] and rewritten["env_steps_per_s"] > 0
+
+
+@pytest.mark.timeout(600)
+def test_a_signal_still_saves_a_checkpoint_when_stderr_is_a_closed_pipe(tmp_path):
+    """`purerl train ... | tee log`, Ctrl-C'd: tee dies with it, and the run's messages meet a broken pipe."""
+    out = tmp_path / "run"
+    proc = purerl(*LONG, "--out", out)
+    proc.stderr.close()  # the reader is gone before the run says anything on stderr
+    deadline = time.time() + 300
+    while not (out / "checkpoint").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert proc.poll() is None, "the run finished before it could be stopped"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 128 + signal.SIGTERM.value
+    assert [p.name for p in (out / "checkpoint").iterdir() if p.name.isdigit()], "no checkpoint saved at the stop"
+    assert not (out / "summary.json").exists()

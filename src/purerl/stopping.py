@@ -26,6 +26,15 @@ class StopRequested(Exception):
         return 128 + signal.Signals[self.signal_name].value
 
 
+def tell(message: str) -> None:
+    """A line on stderr that cannot stop the stop: under `purerl ... | tee log`, Ctrl-C ends tee too, and a
+    BrokenPipeError raised here would abort the run before its checkpoint."""
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
 class graceful_stop:
     """Within the block, the first SIGINT/SIGTERM sets `requested` (the signal's name) instead of killing."""
 
@@ -41,8 +50,8 @@ class graceful_stop:
     def _handle(self, signum, frame) -> None:
         self.requested = signal.Signals(signum).name
         self._restore()
-        print(f"purerl: {self.requested} received; stopping after this chunk with a checkpoint "
-              "(send it again to stop at once)", file=sys.stderr, flush=True)
+        tell(f"purerl: {self.requested} received; stopping after this chunk with a checkpoint "
+             "(send it again to stop at once)")
 
     def _restore(self) -> None:
         for sig, handler in self._previous.items():

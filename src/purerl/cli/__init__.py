@@ -14,7 +14,7 @@ from purerl.cli import meta, tools, train
 from purerl.cli.args import EXIT_USAGE, Parser
 from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
 from purerl.config import ConfigError
-from purerl.stopping import StopRequested
+from purerl.stopping import StopRequested, tell
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         where = "" if not stop.saved else (
             f"; checkpoint saved at {stop.done} of {stop.total}, continue with the same command and --resume"
             if resumable else f" at {stop.done} of {stop.total}; this command does not resume, run it again")
-        print(f"purerl: stopped by {stop.signal_name}{where}", file=sys.stderr)
+        tell(f"purerl: stopped by {stop.signal_name}{where}")
         return stop.exit_code
     except KeyboardInterrupt:
         print("purerl: interrupted before a checkpoint could be saved", file=sys.stderr)
