@@ -24,6 +24,15 @@ def purerl(*args) -> subprocess.Popen:
     return subprocess.Popen([str(exe), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def wait_until_training(proc: subprocess.Popen, out: Path) -> None:
+    """Until the run's checkpoint directory appears (it is compiled and running), and a little longer."""
+    deadline = time.time() + 300
+    while not (out / "checkpoint").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert proc.poll() is None, "the run finished before it could be stopped"
+
+
 def without_timing(summary: dict) -> dict:
     return {k: v for k, v in summary.items() if k not in ("compile_s", "run_s", "env_steps_per_s", "resumed_from_update")}
 
@@ -41,11 +50,7 @@ def reference(tmp_path_factory) -> Path:
 def test_a_signal_saves_a_checkpoint_and_resume_is_bit_identical(tmp_path, reference, sig):
     out = tmp_path / "run"
     proc = purerl(*LONG, "--out", out)
-    deadline = time.time() + 300
-    while not (out / "checkpoint").exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.02)  # the checkpoint directory appears once the program is compiled and running
-    time.sleep(0.3)
-    assert proc.poll() is None, "the run finished before it could be stopped"
+    wait_until_training(proc, out)
     proc.send_signal(sig)
     code = proc.wait(timeout=120)
     err = proc.stderr.read().strip().splitlines()
@@ -88,11 +93,7 @@ def test_a_signal_still_saves_a_checkpoint_when_stderr_is_a_closed_pipe(tmp_path
     out = tmp_path / "run"
     proc = purerl(*LONG, "--out", out)
     proc.stderr.close()  # the reader is gone before the run says anything on stderr
-    deadline = time.time() + 300
-    while not (out / "checkpoint").exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.3)
-    assert proc.poll() is None, "the run finished before it could be stopped"
+    wait_until_training(proc, out)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 128 + signal.SIGTERM.value
     assert [p.name for p in (out / "checkpoint").iterdir() if p.name.isdigit()], "no checkpoint saved at the stop"
