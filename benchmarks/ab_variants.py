@@ -48,13 +48,13 @@ class NoBootstrapForward(ppo_module.PPO):
         return values, advantages, advantages + values
 
 
-class SampleMinibatches(ppo_module.PPO):
-    """Feed-forward minibatches as [samples, ...] in the loss, not [1 sequence, samples, ...]: the weight
-    gradients then contract one axis instead of two (the same numbers up to float rounding)."""
+class OneSequenceMinibatches(ppo_module.PPO):
+    """Feed-forward minibatches as they were: [1 sequence, samples, ...] in the loss, not [samples, ...]. The
+    weight gradients then contract two axes (the same numbers up to float rounding)."""
 
     def loss(self, params, batch, meta_params, hp):
         if not self.network.recurrent:
-            batch = jax.tree.map(lambda x: x[0], batch._replace(carry=None))._replace(carry=batch.carry)
+            batch = jax.tree.map(lambda x: x[None], batch._replace(carry=None))._replace(carry=batch.carry)
         return super().loss(params, batch, meta_params, hp)
 
 
@@ -84,7 +84,7 @@ VARIANTS = {
     "rolled threefry (before)": ppo_module.PPO,  # compiled under ROLLED_THREEFRY
     "per-array Adam": PerArrayAdam,
     "no bootstrap forward (probe)": NoBootstrapForward,
-    "sample minibatches": SampleMinibatches,
+    "one-sequence minibatches (before)": OneSequenceMinibatches,
     "rollout scan unroll 4": unrolled("env_step", 4),
     "minibatch scan unroll 4": unrolled("minibatch_step", 4),
     "GAE scan unroll 8": unrolled("backward", 8),

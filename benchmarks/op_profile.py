@@ -5,7 +5,7 @@ Runs the program once to warm up, once timed, once under `jax.profiler`, then re
 `op_name` its HLO metadata gives (which jax function made it). Pin it to one core to compare like with like:
 
     PURERL_HOST_DEVICES=1 taskset -c 0 python benchmarks/op_profile.py --task minatar --seeds 8 --total-timesteps 32768
-    PURERL_HOST_DEVICES=1 taskset -c 0 python benchmarks/op_profile.py ... --variant "sample minibatches"
+    PURERL_HOST_DEVICES=1 taskset -c 0 python benchmarks/op_profile.py ... --variant "one-sequence minibatches (before)"
 
 With `--purejaxrl PATH` (a checkout of luchris429/purejaxrl; run it with the purejaxrl peer venv's python)
 it profiles PureJaxRL's own `ppo.py` instead, patched as `purerl bench` runs it.

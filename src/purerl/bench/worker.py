@@ -119,7 +119,7 @@ def floor_analysis(train, keys, hps, config, devices: int, run_s: float) -> dict
     step_flops = flops(lambda s, h: one_step.rollout(s, h)[0].obs, state, hp)
     _, trajectory = jax.eval_shape(lambda k, h: train.rollout(train.init(k, h), h), keys[0], hp)
     advantage_flops = flops(lambda p, t, h: train.advantages(p, t, (), h), state.params, trajectory, hp)
-    sample = lambda x: jax.ShapeDtypeStruct((1, config.minibatch_size) + x.shape[2:], x.dtype)  # noqa: E731
+    sample = lambda x: jax.ShapeDtypeStruct((config.minibatch_size,) + x.shape[2:], x.dtype)  # noqa: E731
     minibatch = Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),
                       *(sample(trajectory.log_prob) for _ in range(4)))
     gradient_flops = flops(lambda p, o, b, h: train.gradient_step(p, o, b, None, h)[:2], state.params,
