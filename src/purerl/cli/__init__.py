@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         tell(f"purerl: stopped by {stop.signal_name}{where}")
         return stop.exit_code
     except KeyboardInterrupt:
-        print("purerl: interrupted before a checkpoint could be saved", file=sys.stderr)
+        tell("purerl: interrupted before a checkpoint could be saved")
         return 130
     except OSError as error:  # the disk, not the input: still one line, not a traceback
         print(f"purerl: error: {error}", file=sys.stderr)
