@@ -3,8 +3,8 @@
 Every document under docs/results/ is written by a command run with `--report PATH`. That command
 records one *part* of the document in `manifest.json` beside it (a document such as dpo.md has one
 part per env; act.md one per phase). A part is stale when the code of the purerl source files its
-study depends on (comments and docstrings aside) no longer hashes to what it hashed to when it ran, or
-when it ran on uncommitted source.
+study depends on (comments and docstrings aside) no longer hashes to what it hashed to when it ran, when
+it ran on uncommitted source, or when the registry no longer lists the command that made it.
 `purerl results --check` lists stale documents; `scripts/reproduce.sh` regenerates them.
 
 Registering a study is one `Study` entry in `registry.STUDIES`: its document, the source files its
@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 from importlib import metadata
@@ -300,9 +301,19 @@ def check(results_dir: Path = RESULTS_DIR) -> dict[str, list[str]]:
                 elif part["source_hash"] != current:
                     reasons.append(f"{name}: source changed since {str(part['commit'])[:10]}"
                                    + _changed_files(study, part))
+                elif study.commands and not _listed(study, part["command"]):
+                    reasons.append(f"{name}: made by a command the registry no longer lists ({part['command']})")
         if reasons:
             stale[study.document] = reasons
     return stale
+
+
+def _listed(study: Study, command: str) -> bool:
+    """Whether the registry lists `command`, up to `--resume` and the scratch folder `{runs}`: a budget or a
+    seed count changed in the registry stales the parts an older command made."""
+    command = " ".join(word for word in shlex.split(command) if word != "--resume")
+    return any(re.fullmatch(re.escape(listed).replace(re.escape("{runs}"), r"\S+"), command)
+               for listed in study.commands)
 
 
 def _changed_files(study: Study, part: dict) -> str:
