@@ -2,6 +2,7 @@
 result; resuming a finished run (or one killed before its outputs) completes it and changes nothing."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from purerl.cli import main
+from purerl.stopping import StopRequested, graceful_stop
 
 # ~2,400 updates: long enough to be stopped mid-run, a few seconds of compute.
 LONG = ["train", "--seeds", "2", "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "614400",
@@ -98,3 +100,19 @@ def test_a_signal_still_saves_a_checkpoint_when_stderr_is_a_closed_pipe(tmp_path
     assert proc.wait(timeout=120) == 128 + signal.SIGTERM.value
     assert [p.name for p in (out / "checkpoint").iterdir() if p.name.isdigit()], "no checkpoint saved at the stop"
     assert not (out / "summary.json").exists()
+
+
+def test_a_signal_in_a_run_that_then_finishes_stops_the_next_run_of_the_same_command():
+    """`compare` trains its objectives one after another: a SIGTERM landing in the first run's last chunk must
+    stop the second run, not end with the first (it did: a stopped compare went on to train DPO)."""
+    previous = signal.getsignal(signal.SIGTERM)
+    with graceful_stop() as finishing:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # Python runs the handler on the main thread at its next instruction
+    assert finishing.requested == "SIGTERM" and signal.getsignal(signal.SIGTERM) == previous
+    with graceful_stop() as next_run:
+        assert next_run.requested == "SIGTERM"  # it stops after its first chunk, with a checkpoint
+        assert signal.getsignal(signal.SIGTERM) == previous  # so a second signal still interrupts at once
+    StopRequested("SIGTERM", 1, 10, saved=True)  # what that run raises: the request is honoured
+    with graceful_stop() as later:
+        assert later.requested is None and signal.getsignal(signal.SIGTERM) == later._handle

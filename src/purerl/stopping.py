@@ -3,6 +3,11 @@
 The first signal only asks the run to stop at the next chunk boundary, where it saves a checkpoint and
 raises `StopRequested`; the same command with `--resume` then continues bit-for-bit. A second signal
 acts as usual (interrupts at once), so a user is never stuck waiting for a long chunk.
+
+The request belongs to the process, not to one run: a command that trains several runs one after another
+(`compare`'s objectives, an analysis's held-out stages) would otherwise start the next run when the signal
+landed in a run's last chunk. Until a `StopRequested` honours it, every later run stops after its first chunk,
+and the default handlers stay in place, so the next signal still interrupts at once.
 """
 
 from __future__ import annotations
@@ -12,12 +17,15 @@ import sys
 import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_pending: str | None = None  # the name of a signal no `StopRequested` has honoured yet
 
 
 class StopRequested(Exception):
     """The run stopped early at `done` of `total` on a signal; its state is checkpointed when `saved`."""
 
     def __init__(self, signal_name: str, done: int, total: int, saved: bool):
+        global _pending
+        _pending = None
         super().__init__(f"stopped by {signal_name} at {done} of {total}")
         self.signal_name, self.done, self.total, self.saved = signal_name, done, total, saved
 
@@ -43,12 +51,14 @@ class graceful_stop:
         self._previous: dict = {}
 
     def __enter__(self) -> graceful_stop:
-        if threading.current_thread() is threading.main_thread():  # signal handlers live on the main thread
+        self.requested = _pending
+        if self.requested is None and threading.current_thread() is threading.main_thread():  # handlers live there
             self._previous = {s: signal.signal(s, self._handle) for s in SIGNALS}
         return self
 
     def _handle(self, signum, frame) -> None:
-        self.requested = signal.Signals(signum).name
+        global _pending
+        self.requested = _pending = signal.Signals(signum).name
         self._restore()
         tell(f"purerl: {self.requested} received; stopping after this chunk with a checkpoint "
              "(send it again to stop at once)")
