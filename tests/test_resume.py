@@ -110,9 +110,9 @@ def test_a_signal_in_a_run_that_then_finishes_stops_the_next_run_of_the_same_com
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.05)  # Python runs the handler on the main thread at its next instruction
     assert finishing.requested == "SIGTERM" and signal.getsignal(signal.SIGTERM) == previous
-    with graceful_stop() as next_run:
+    with pytest.raises(StopRequested), graceful_stop() as next_run:
         assert next_run.requested == "SIGTERM"  # it stops after its first chunk, with a checkpoint
         assert signal.getsignal(signal.SIGTERM) == previous  # so a second signal still interrupts at once
-    StopRequested("SIGTERM", 1, 10, saved=True)  # what that run raises: the request is honoured
+        raise StopRequested(next_run.requested, 1, 10, saved=True)  # what that run raises: the request is honoured
     with graceful_stop() as later:
         assert later.requested is None and signal.getsignal(signal.SIGTERM) == later._handle
