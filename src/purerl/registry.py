@@ -28,7 +28,7 @@ class Study:
 _MINATAR = ("Breakout-MinAtar", "SpaceInvaders-MinAtar", "Asterix-MinAtar", "Freeway-MinAtar")
 # MinAtar budgets: the minatar preset's 1e7 (PureJaxRL's) where PPO's curve had flattened there (its return at
 # 80% of the budget within the CI of its final one, at d1ea257), 2e7 where it was still rising.
-_MINATAR_STEPS = {"SpaceInvaders-MinAtar": 20_000_000, "Freeway-MinAtar": 20_000_000}
+_MINATAR_BUDGET = {env: " --total-timesteps 20000000" for env in ("SpaceInvaders-MinAtar", "Freeway-MinAtar")}
 # Brax: two of the paper's tasks at the brax preset (2048 envs x 10 steps), 10 seeds (the fewest with a CI).
 # Measured here with 8 seeds on 2 cores: ant 20.2k, halfcheetah 13.8k env steps/s (hopper, not a paper task,
 # 42.7k), so 4,096,000 steps per run (200 updates): 14% of the authors' ant budget (3e7) and 4% of their
@@ -58,8 +58,7 @@ STUDIES = {s.name: s for s in (
         f"{_COMPARE} --env Pendulum-v1 --seeds 16 --total-timesteps 262144",
         # DPO against PPO where budgets mean something, without the LPO transfer columns, at the MinAtar and Brax
         # budgets above. Long: `compare --resume` continues them.
-        *(f"{_DPO_VS_PPO} --env {env} --seeds 10" + (f" --total-timesteps {_MINATAR_STEPS[env]}" if env in
-          _MINATAR_STEPS else "") for env in _MINATAR),
+        *(f"{_DPO_VS_PPO} --env {env} --seeds 10{_MINATAR_BUDGET.get(env, '')}" for env in _MINATAR),
         *(f"{_DPO_VS_PPO} --env {env} --seeds 10 --total-timesteps 4096000" for env in _BRAX),
     )),
     # Re-evaluated from the committed evolutions (docs/results/value_loss/es_seedS, each holding its own
