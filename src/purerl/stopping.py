@@ -1,18 +1,23 @@
 """Stop a long run cleanly on SIGINT or SIGTERM (what Ctrl-C and cluster schedulers send before preemption).
 
 The first signal only asks the run to stop at the next chunk boundary, where it saves a checkpoint and
-raises `StopRequested`; the same command with `--resume` then continues bit-for-bit. A second signal
-acts as usual (interrupts at once), so a user is never stuck waiting for a long chunk.
+raises `StopRequested`; the same command with `--resume` then continues bit-for-bit. A second signal ends
+the process at once, so a user is never stuck waiting for a long chunk.
+
+Python runs a signal handler on the main thread only between bytecodes, and a chunk is one compiled call
+that can last minutes, so a handler alone would hear neither signal until the chunk ends. The C-level
+handler also writes each signal's number to a wakeup pipe at once, and a watcher thread reads it there: it
+records the request and says so as the signal arrives, and ends the process on the second.
 
 The request belongs to the process, not to one run: a command that trains several runs one after another
 (`compare`'s objectives, an analysis's held-out stages) would otherwise start the next run when the signal
 landed in a run's last chunk. Until a `StopRequested` leaving a `graceful_stop` block honours it, every later
-run stops after its first chunk, and the default handlers stay in place, so the next signal still interrupts
-at once.
+run stops after its first chunk, and the next signal ends the process at once.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -43,35 +48,60 @@ def tell(message: str) -> None:
 
 
 class graceful_stop:
-    """Within the block, the first SIGINT/SIGTERM sets `requested` (the signal's name) instead of killing.
-    A `StopRequested` leaving the block honours the request; a block that ends otherwise passes it on."""
+    """Within the block, the first SIGINT/SIGTERM sets `requested` (the signal's name) instead of killing,
+    and the next one exits with 128 + its number. A `StopRequested` leaving the block honours the request;
+    a block that ends otherwise passes it on. Off the main thread, where handlers cannot live, it does nothing."""
 
     def __init__(self):
         self._previous: dict = {}
+        self._pipe: tuple[int, int] | None = None
 
     @property
     def requested(self) -> str | None:
         return _pending
 
     def __enter__(self) -> graceful_stop:
-        if _pending is None and threading.current_thread() is threading.main_thread():  # handlers live there
-            self._previous = {s: signal.signal(s, self._handle) for s in SIGNALS}
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        self._heard = 0 if _pending is None else 1  # a request carried over makes the next signal the second
+        self._previous = {s: signal.signal(s, self._handle) for s in SIGNALS}
+        read, write = os.pipe()
+        os.set_blocking(write, False)  # the C handler must never block on it
+        self._pipe, self._previous_wakeup = (read, write), signal.set_wakeup_fd(write)
+        self._watcher = threading.Thread(target=self._watch, args=(read,), name="purerl-stop", daemon=True)
+        self._watcher.start()
         return self
 
     def _handle(self, signum, frame) -> None:
+        """The Python handler, late during a compiled call: it only makes `requested` exact once it runs."""
         global _pending
-        _pending = signal.Signals(signum).name
-        self._restore()
-        tell(f"purerl: {_pending} received; stopping after this chunk with a checkpoint "
-             "(send it again to stop at once)")
+        _pending = _pending or signal.Signals(signum).name
 
-    def _restore(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous = {}
+    def _watch(self, read: int) -> None:
+        numbers = {s.value for s in SIGNALS}
+        while data := os.read(read, 64):  # empty once the block closes the pipe's other end
+            for number in data:
+                if number in numbers:
+                    self._heard_one(signal.Signals(number).name)
+
+    def _heard_one(self, name: str) -> None:
+        global _pending
+        self._heard += 1
+        if self._heard > 1:
+            tell(f"purerl: {name} again; stopping at once (a run resumes from its last checkpoint)")
+            os._exit(128 + signal.Signals[name].value)
+        _pending = _pending or name
+        tell(f"purerl: {name} received; stopping after this chunk with a checkpoint (send it again to stop at once)")
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         global _pending
-        self._restore()
+        if self._pipe is not None:
+            signal.set_wakeup_fd(self._previous_wakeup)
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)
+            os.close(self._pipe[1])
+            self._watcher.join()  # it has read every signal the block heard
+            os.close(self._pipe[0])
+            self._pipe, self._previous = None, {}
         if exc_type is not None and issubclass(exc_type, StopRequested):
             _pending = None
