@@ -22,9 +22,9 @@ import platform
 import re
 import shlex
 import subprocess
-from importlib import metadata
 from pathlib import Path
 
+from purerl import hostinfo
 from purerl.config import ConfigError
 from purerl.registry import STUDIES, Study
 from purerl.results import write_atomic
@@ -87,44 +87,16 @@ def git_state() -> tuple[str | None, bool]:
 def machine() -> dict:
     import jax
 
-    cpu = platform.processor() or platform.machine()
-    fields = _cpuinfo()
-    cpu = fields.get("model name", cpu)
-    if "cpu family" in fields:  # "AMD EPYC" names several generations; XLA compiles for the one it runs on
-        cpu += f" (family {fields['cpu family']} model {fields.get('model', '?')}, {_widest_simd(fields)})"
-    info = {"cpu": cpu, "cores": os.cpu_count(), "backend": jax.default_backend(),
+    info = {"cpu": hostinfo.cpu(), "cores": os.cpu_count(), "backend": jax.default_backend(),
             "load_average_1m": round(os.getloadavg()[0], 1)}
     if jax.default_backend() != "cpu":
         info["accelerator"] = jax.devices()[0].device_kind
     return info
 
 
-def _cpuinfo() -> dict:
-    """The first processor's fields in /proc/cpuinfo (empty elsewhere)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
-    except OSError:
-        return {}
-    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in text.splitlines()) if _}
-
-
-def _widest_simd(fields: dict) -> str:
-    """The widest vector extension XLA's CPU backend may use here. Code generated for another extension rounds
-    differently, and training amplifies rounding: the same commit and jax gave other per-seed Acrobot returns
-    at 500k steps on another "AMD EPYC" machine (same IQM)."""
-    flags = set(fields.get("flags", "").split())
-    return next((name for name in ("avx512f", "avx2", "avx", "sse4_2") if name in flags), "no AVX")
-
-
 def versions() -> dict:
     """The packages a number can depend on, and Python (its `ast.unparse` is part of the source hash)."""
-    found = {"python": platform.python_version()}
-    for name in VERSIONS:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return found
+    return {"python": platform.python_version(), **hostinfo.versions(VERSIONS)}
 
 
 def command_line(argv: list[str]) -> str:

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from purerl import hostinfo
 from purerl.bench import gpu_info
 from purerl.bench import peers as peer_runner
 from purerl.compile_cache import cache_root
@@ -159,20 +160,10 @@ def _peer_info(name: str, task: str, python: str | None = None) -> dict:
 
 
 def machine() -> dict:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory_gb, 1),
+    return {"cpu": hostinfo.cpu(), "cores": os.cpu_count(), "memory_gib": round(memory_gb, 1),
             "python": platform.python_version(), "platform": platform.platform(), "gpu": gpu_info.describe()}
 
 
 def versions() -> dict:
-    from importlib.metadata import version
-
-    return {pkg: version(pkg) for pkg in ("purerl", "jax", "jaxlib", "flax", "optax", "gymnax")}
+    return hostinfo.versions(("purerl", "jax", "jaxlib", "flax", "optax", "gymnax"))
