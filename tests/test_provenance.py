@@ -122,6 +122,13 @@ def test_results_commands_prints_the_registered_commands_and_rejects_unknown_stu
     assert err == "purerl: error: unknown study 'nope'; choose from toy\n"
 
 
+@pytest.mark.parametrize("argv", [[], ["--check", "--commands", "toy"]])
+def test_results_does_one_thing_it_is_told(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["results", *argv])
+    assert exit_.value.code == 2 and "--check" in capsys.readouterr().err.splitlines()[-1]
+
+
 def test_every_registered_study_names_existing_dependency_files():
     for study in provenance.STUDIES.values():
         assert provenance.study_files(study), study.name

@@ -34,8 +34,9 @@ def add_bench(sub) -> None:
 
 def add_results(sub) -> None:
     results = sub.add_parser("results", help="published results: list stale documents, print reproduce commands")
-    results.add_argument("--check", action="store_true", help="list every stale document; exit 1 if any")
-    results.add_argument("--commands", nargs="*", metavar="STUDY", help="print the commands that regenerate "
+    what = results.add_mutually_exclusive_group(required=True)
+    what.add_argument("--check", action="store_true", help="list every stale document; exit 1 if any")
+    what.add_argument("--commands", nargs="*", metavar="STUDY", help="print the commands that regenerate "
                          "these studies (all when none is named), one per line")
     results.add_argument("--runs-dir", default="runs/reproduce", help="scratch folder for --commands' run directories")
     results.add_argument("--results-dir", type=Path, help="the documents' folder (default docs/results of this checkout)")
@@ -122,8 +123,6 @@ def cmd_results(args: argparse.Namespace) -> int:
     if args.commands is not None:
         print("\n".join(provenance.reproduce_commands(args.commands, args.runs_dir)))
         return 0
-    if not args.check:
-        raise ConfigError("purerl results needs --check or --commands")
     if args.results_dir is not None and not args.results_dir.is_dir():
         raise ConfigError(f"--results-dir {args.results_dir} is not a folder")
     stale = provenance.check(args.results_dir or provenance.RESULTS_DIR)
