@@ -288,7 +288,9 @@ def test_write_atomic_keeps_the_old_file_and_leaves_no_temp_file_when_the_write_
 def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):
     report = tmp_path / "results" / "toy.md"
     same = provenance.session_facts("toy")
-    assert provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[same, same])["dirty"] is False
+    entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[same, same])
+    assert entry["dirty"] is False
+    assert "1 s wall-clock in the last session" in provenance.describe(entry)  # not the run's whole time
     other = {**same, "source_hash": "0" * 16}
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[other, same])
     assert entry["dirty"] and entry["mixed_sources"]

@@ -229,15 +229,17 @@ def describe(part: dict) -> str:
     state = ("MIXED SOURCES: resumed across code changes, not reproducible from one commit"
              if part.get("mixed_sources") else
              "UNCOMMITTED CHANGES, not reproducible from that commit" if part["dirty"] else "clean tree")
-    if len(part.get("sessions", [])) > 1:
+    wall = f"{part['wall_s']:,.0f} s wall-clock"
+    if len(part.get("sessions", [])) > 1:  # the command's wall time covers only the session that finished
         state += f", resumed over {len(part['sessions'])} sessions"
+        wall += " in the last session"
     budget = [f"population {b['population']}" if b.get("population") else "",
               f"{b['generations']} generations" if b.get("generations") else "",
               f"{b['env_steps_per_run']:,} env steps per run" if b.get("env_steps_per_run") else "",
               f"{len(b['seeds'])} seeds ({_seed_range(b['seeds'])})" if b.get("seeds") else ""]
     return (f"`{part['command']}` at commit {str(part['commit'])[:10]} ({state}), source hash {part['source_hash']}; "
             f"budget: {', '.join(x for x in budget if x)}; on {where}, {m['backend']} backend, load average "
-            f"{m['load_average_1m']} at the end; {part['wall_s']:,.0f} s wall-clock; {part['date']}.")
+            f"{m['load_average_1m']} at the end; {wall}; {part['date']}.")
 
 
 def _seed_range(seeds: list[int]) -> str:
