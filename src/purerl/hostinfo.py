@@ -36,7 +36,7 @@ def _widest_simd(fields: dict) -> str:
 
 
 def versions(packages: tuple[str, ...]) -> dict:
-    """The installed version of each package that is installed."""
+    """The version of each of `packages` that is installed (the others are left out)."""
     found = {}
     for name in packages:
         try:

@@ -37,7 +37,7 @@ def add_results(sub) -> None:
     what = results.add_mutually_exclusive_group(required=True)
     what.add_argument("--check", action="store_true", help="list every stale document; exit 1 if any")
     what.add_argument("--commands", nargs="*", metavar="STUDY", help="print the commands that regenerate "
-                         "these studies (all when none is named), one per line")
+                      "these studies (all when none is named), one per line")
     results.add_argument("--runs-dir", default="runs/reproduce", help="scratch folder for --commands' run directories")
     results.add_argument("--results-dir", type=Path, help="the documents' folder (default docs/results of this checkout)")
     results.set_defaults(run=cmd_results)
