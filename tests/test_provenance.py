@@ -7,7 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from purerl import compare, provenance, stats
+from purerl import compare, provenance, registry, rundir, stats
 from purerl.cli import main
 from purerl.config import ConfigError
 
@@ -27,6 +27,7 @@ def toy(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "PACKAGE", package)
     monkeypatch.setattr(provenance, "REPO", tmp_path)
     monkeypatch.setattr(provenance, "STUDIES", {"toy": STUDY})
+    monkeypatch.setattr(registry, "STUDIES", {"toy": STUDY})
     monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 6 + "abcd", False))
     monkeypatch.setattr(provenance, "machine", lambda: {"cpu": "Test CPU", "cores": 2, "backend": "cpu",
                                                         "load_average_1m": 1.0})
@@ -120,6 +121,34 @@ def test_results_commands_prints_the_registered_commands_and_rejects_unknown_stu
     assert main(["results", "--commands", "nope"]) == 2
     err = capsys.readouterr().err
     assert err == "purerl: error: unknown study 'nope'; choose from toy\n"
+
+
+def test_results_commands_resume_continues_only_what_can_be_continued(tmp_path, monkeypatch, capsys):
+    """compare and act continue and start what is missing; a command with --out resumes only a run already
+    there (--resume never starts a fresh one); analyses start over."""
+    held, empty = tmp_path / "held", tmp_path / "empty"
+    rundir.start(held, {"x": 1}, resumed=False)
+    listed = ("purerl compare --env E --runs-dir {runs}/c", "purerl act test-time --runs-dir {runs}/a",
+              f"purerl mfos --game ipd --out {held}", f"purerl mfos --game ipd --out {empty}",
+              f"purerl evolve lpo --out {held}", "purerl analyze drift x", "purerl mfos table --report r.md")
+    monkeypatch.setattr(registry, "STUDIES", {"toy": registry.Study("toy", "toy.md", ("*.py",), ("a",), listed)})
+    assert main(["results", "--commands", "toy", "--runs-dir", "/r", "--resume"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "purerl compare --env E --runs-dir /r/c --resume", "purerl act test-time --runs-dir /r/a --resume",
+        f"purerl mfos --game ipd --out {held} --resume", f"purerl mfos --game ipd --out {empty}",
+        f"purerl evolve lpo --out {held} --resume", "purerl analyze drift x", "purerl mfos table --report r.md"]
+    assert main(["results", "--check", "--resume"]) == 2
+    assert capsys.readouterr().err == "purerl: error: --resume goes with --commands\n"
+
+
+def test_every_registered_command_is_known_to_resume_or_to_start_over():
+    """A new kind of command must be classified, or reproduce.sh would rerun it from scratch after a stop."""
+    for study in registry.STUDIES.values():
+        for command in study.commands:
+            by_out = command.startswith(tuple(f"purerl {kind} " for kind in registry.RESUME_ITS_OUT))
+            assert by_out or command.startswith(tuple(f"purerl {kind} " for kind in (
+                *registry.RESUME_ALWAYS, *registry.STARTS_OVER))), command
+            assert not by_out or " --out " in command, command
 
 
 @pytest.mark.parametrize("argv", [[], ["--check", "--commands", "toy"]])

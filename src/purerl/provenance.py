@@ -313,10 +313,3 @@ def _code_at(commit: str, file: str) -> bytes | None:
         return _code_text(old) if file.endswith(".py") else old.encode()
     except SyntaxError:
         return None
-
-
-def reproduce_commands(names: list[str], runs: str) -> list[str]:
-    unknown = [n for n in names if n not in STUDIES]
-    if unknown:
-        raise ConfigError(f"unknown study '{unknown[0]}'; choose from {', '.join(STUDIES)}")
-    return [c.format(runs=runs) for n in (names or list(STUDIES)) for c in STUDIES[n].commands]

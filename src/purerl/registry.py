@@ -5,7 +5,12 @@ it must have, and the commands that regenerate it end to end. `provenance` check
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
+from pathlib import Path
+
+from purerl import rundir
+from purerl.config import ConfigError
 
 # What every PPO-based number depends on: the algorithm, the env stack, configs, nets, the run
 # loop and the statistics. cli/, checkpointing, progress bars and benchmarks are left out.
@@ -93,3 +98,36 @@ STUDIES = {s.name: s for s in (
         "purerl act test-time --runs-dir {runs}/act --report docs/results/act.md --no-progress",
     )),
 )}
+
+
+# How a registered command continues after a stop. compare and act, given --resume, continue every run they find
+# under --runs-dir and start the missing ones. Commands with one --out continue only a run it already holds
+# (--resume never starts a fresh run). The rest are minutes long and start over.
+RESUME_ALWAYS = ("compare", "act")
+RESUME_ITS_OUT = ("mfos --game", "evolve", "train")
+STARTS_OVER = ("analyze", "mfos table")
+
+
+def _starts(command: str, prefixes: tuple[str, ...]) -> bool:
+    return any(command.startswith(f"purerl {prefix} ") for prefix in prefixes)
+
+
+def continuing(command: str) -> str:
+    """`command` with --resume where that continues what an earlier, stopped run of it left."""
+    if _starts(command, RESUME_ALWAYS):
+        return f"{command} --resume"
+    if _starts(command, RESUME_ITS_OUT):
+        words = shlex.split(command)
+        if rundir.holds_run(Path(words[words.index("--out") + 1])):
+            return f"{command} --resume"
+    return command
+
+
+def commands(names: list[str], runs: str, resume: bool = False) -> list[str]:
+    """The commands that regenerate the named studies (all when none is named) into scratch folder `runs`;
+    with `resume`, each continues what an earlier run of the same commands into `runs` left."""
+    unknown = [n for n in names if n not in STUDIES]
+    if unknown:
+        raise ConfigError(f"unknown study '{unknown[0]}'; choose from {', '.join(STUDIES)}")
+    listed = [c.format(runs=runs) for n in (names or list(STUDIES)) for c in STUDIES[n].commands]
+    return [continuing(c) for c in listed] if resume else listed

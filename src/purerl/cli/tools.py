@@ -39,6 +39,8 @@ def add_results(sub) -> None:
     what.add_argument("--commands", nargs="*", metavar="STUDY", help="print the commands that regenerate "
                       "these studies (all when none is named), one per line")
     results.add_argument("--runs-dir", default="runs/reproduce", help="scratch folder for --commands' run directories")
+    results.add_argument("--resume", action="store_true", help="with --commands: each command continues what an "
+                         "earlier, stopped run of them into the same --runs-dir left")
     results.add_argument("--results-dir", type=Path, help="the documents' folder (default docs/results of this checkout)")
     results.set_defaults(run=cmd_results)
 
@@ -118,11 +120,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from purerl import provenance
+    from purerl import provenance, registry
 
     if args.commands is not None:
-        print("\n".join(provenance.reproduce_commands(args.commands, args.runs_dir)))
+        print("\n".join(registry.commands(args.commands, args.runs_dir, args.resume)))
         return 0
+    if args.resume:
+        raise ConfigError("--resume goes with --commands")
     if args.results_dir is not None and not args.results_dir.is_dir():
         raise ConfigError(f"--results-dir {args.results_dir} is not a folder")
     stale = provenance.check(args.results_dir or provenance.RESULTS_DIR)
