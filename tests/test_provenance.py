@@ -145,10 +145,9 @@ def test_every_registered_command_is_known_to_resume_or_to_start_over():
     """A new kind of command must be classified, or reproduce.sh would rerun it from scratch after a stop."""
     for study in registry.STUDIES.values():
         for command in study.commands:
-            by_out = command.startswith(tuple(f"purerl {kind} " for kind in registry.RESUME_ITS_OUT))
-            assert by_out or command.startswith(tuple(f"purerl {kind} " for kind in (
-                *registry.RESUME_ALWAYS, *registry.STARTS_OVER))), command
-            assert not by_out or " --out " in command, command
+            rule = registry.resume_rule(command)
+            assert rule is not None, command
+            assert rule != "its --out" or " --out " in command, command
 
 
 @pytest.mark.parametrize("argv", [[], ["--check", "--commands", "toy"]])

@@ -100,27 +100,31 @@ STUDIES = {s.name: s for s in (
 )}
 
 
-# How a registered command continues after a stop. compare and act, given --resume, continue every run they find
-# under --runs-dir and start the missing ones. Commands with one --out continue only a run it already holds
-# (--resume never starts a fresh run). The rest are minutes long and start over.
-RESUME_ALWAYS = ("compare", "act")
-RESUME_ITS_OUT = ("mfos --game", "evolve", "train")
-STARTS_OVER = ("analyze", "mfos table")
+# How a registered command continues after a stop, by its first words. compare and act, given --resume, continue
+# every run they find under --runs-dir and start the missing ones. A command with its own --out continues only a
+# run that folder already holds (--resume never starts a fresh run). The rest are minutes long and start over.
+RESUME_RULES = {
+    "always": ("compare", "act"),
+    "its --out": ("mfos --game", "evolve", "train"),
+    "never": ("analyze", "mfos table"),
+}
 
 
-def _starts(command: str, prefixes: tuple[str, ...]) -> bool:
-    return any(command.startswith(f"purerl {prefix} ") for prefix in prefixes)
+def resume_rule(command: str) -> str | None:
+    """The `RESUME_RULES` entry a command follows, None for a kind no rule names."""
+    return next((rule for rule, kinds in RESUME_RULES.items()
+                 if command.startswith(tuple(f"purerl {kind} " for kind in kinds))), None)
 
 
 def continuing(command: str) -> str:
     """`command` with --resume where that continues what an earlier, stopped run of it left."""
-    if _starts(command, RESUME_ALWAYS):
-        return f"{command} --resume"
-    if _starts(command, RESUME_ITS_OUT):
+    rule = resume_rule(command)
+    if rule == "its --out":
         words = shlex.split(command)
-        if rundir.holds_run(Path(words[words.index("--out") + 1])):
-            return f"{command} --resume"
-    return command
+        resumes = rundir.holds_run(Path(words[words.index("--out") + 1]))
+    else:
+        resumes = rule == "always"
+    return f"{command} --resume" if resumes else command
 
 
 def commands(names: list[str], runs: str, resume: bool = False) -> list[str]:
