@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import evolve
+from purerl import evolve, evolve_files
 from purerl.config import ConfigError
 from purerl.studies import value_loss
 
@@ -44,11 +44,11 @@ def test_strategies_maximise_fitness(tmp_path, strategy, options):
     config = evolve.ESConfig(strategy=strategy, population_size=16, generations=60, **options)
     task = quadratic_task()
     log = evolve.run(evolve.Evolution(task, config), tmp_path, evolve.config_json(task, config), progress=False)
-    mean = evolve.load_meta_params(tmp_path / evolve.MEAN_PARAMS, task.template)["x"]
+    mean = evolve_files.load_meta_params(tmp_path / evolve_files.MEAN_PARAMS, task.template)["x"]
     assert float(jnp.sum((mean - TARGET) ** 2)) < 0.1, (strategy, mean)
     assert log[-1]["mean"] > log[0]["mean"]
-    assert (tmp_path / evolve.GENERATIONS_CSV).read_text().startswith("generation,best,mean,std,median,nan_count,seconds")
-    assert (tmp_path / evolve.FITNESS_PNG).exists() and (tmp_path / evolve.BEST_PARAMS).exists()
+    assert (tmp_path / evolve_files.GENERATIONS_CSV).read_text().startswith("generation,best,mean,std,median,nan_count,seconds")
+    assert (tmp_path / evolve_files.FITNESS_PNG).exists() and (tmp_path / evolve_files.BEST_PARAMS).exists()
 
 
 def test_nan_fitness_gets_the_worst_fitness_and_is_counted(tmp_path):
@@ -57,7 +57,7 @@ def test_nan_fitness_gets_the_worst_fitness_and_is_counted(tmp_path):
     log = evolve.run(evolve.Evolution(task, config), tmp_path, evolve.config_json(task, config), progress=False)
     assert sum(row["nan_count"] for row in log) > 0
     assert all(np.isfinite(row["mean"]) for row in log)
-    mean = evolve.load_meta_params(tmp_path / evolve.MEAN_PARAMS, task.template)["x"]
+    mean = evolve_files.load_meta_params(tmp_path / evolve_files.MEAN_PARAMS, task.template)["x"]
     assert np.isfinite(np.asarray(mean)).all()
 
 
@@ -104,7 +104,7 @@ def test_sigkill_mid_run_then_resume_gives_exactly_the_uninterrupted_es_mean(tmp
     full, cut = tmp_path / "full", tmp_path / "cut"
     reference = purerl(*COMMAND, "--out", str(full))
     victim = purerl(*COMMAND, "--out", str(cut))
-    log = cut / evolve.GENERATIONS_CSV
+    log = cut / evolve_files.GENERATIONS_CSV
     deadline = time.time() + 300
     while time.time() < deadline and victim.poll() is None:
         if log.exists() and len(log.read_text().strip().splitlines()) >= 3:  # header + 2 generations
@@ -113,16 +113,16 @@ def test_sigkill_mid_run_then_resume_gives_exactly_the_uninterrupted_es_mean(tmp
     assert victim.poll() is None, "the run finished before it could be killed"
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait()
-    assert not (cut / evolve.MEAN_PARAMS).exists()
+    assert not (cut / evolve_files.MEAN_PARAMS).exists()
     assert reference.wait() == 0, reference.stderr.read()
     resumed = purerl(*COMMAND, "--out", str(cut), "--resume")
     assert resumed.wait() == 0, resumed.stderr.read()
-    assert (cut / evolve.MEAN_PARAMS).read_bytes() == (full / evolve.MEAN_PARAMS).read_bytes()
-    rows = (cut / evolve.GENERATIONS_CSV).read_text().strip().splitlines()
+    assert (cut / evolve_files.MEAN_PARAMS).read_bytes() == (full / evolve_files.MEAN_PARAMS).read_bytes()
+    rows = (cut / evolve_files.GENERATIONS_CSV).read_text().strip().splitlines()
     assert len(rows) == 7
     assert any(float(row.split(",")[3]) > 0 for row in rows[1:])  # fitness varied within generations
     strip_seconds = lambda lines: [line.rsplit(",", 1)[0] for line in lines]  # noqa: E731
-    assert strip_seconds(rows) == strip_seconds((full / evolve.GENERATIONS_CSV).read_text().strip().splitlines())
+    assert strip_seconds(rows) == strip_seconds((full / evolve_files.GENERATIONS_CSV).read_text().strip().splitlines())
     # One record per session that ended: the SIGKILLed one could not write its own.
     sessions = {run: json.loads((run / "provenance.json").read_text()) for run in (full, cut)}
     assert [[s["command"].endswith("--resume") for s in record] for record in sessions.values()] == [[False], [True]]

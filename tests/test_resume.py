@@ -117,11 +117,29 @@ def test_a_signal_in_a_run_that_then_finishes_stops_the_next_run_of_the_same_com
         wait_for_request(finishing)
     assert finishing.requested == "SIGTERM" and signal.getsignal(signal.SIGTERM) == previous
     with pytest.raises(StopRequested), graceful_stop() as next_run:
-        assert next_run.requested == "SIGTERM"  # it stops after its first chunk, with a checkpoint
-        raise StopRequested(next_run.requested, 1, 10, saved=True)  # what that run raises: the request is honoured
+        assert next_run.requested == "SIGTERM"  # it stops before it compiles (population.run_chunks)
+        raise StopRequested(next_run.requested, 0, 10, saved=True)  # what that run raises: the request is honoured
     with graceful_stop() as later:
         assert later.requested is None
     assert signal.getsignal(signal.SIGTERM) == previous
+
+
+@pytest.mark.timeout(600)
+def test_a_request_left_by_an_earlier_run_stops_the_next_before_it_compiles(tmp_path, capsys, monkeypatch):
+    """A compile can take minutes (Brax) and a chunk as long: a run that starts with a stop already asked for
+    saves that time, and `--resume` then trains it from the start."""
+    import jax
+
+    with graceful_stop() as earlier:  # as when a signal lands in the last chunk of an earlier run of the command
+        earlier._handle(signal.SIGTERM.value, None)
+    compile_ = jax.stages.Lowered.compile
+    monkeypatch.setattr(jax.stages.Lowered, "compile", lambda *a, **k: pytest.fail("compiled after the stop request"))
+    out = tmp_path / "run"
+    assert main([*SHORT, "--out", str(out)]) == 128 + signal.SIGTERM.value
+    assert capsys.readouterr().err.endswith(
+        "stopped by SIGTERM; before training began, continue with the same command and --resume\n")
+    monkeypatch.setattr(jax.stages.Lowered, "compile", compile_)
+    assert main([*SHORT, "--out", str(out), "--resume"]) == 0 and (out / "summary.json").exists()
 
 
 # A compiled call that would run for minutes: Python cannot run a signal handler until it returns.

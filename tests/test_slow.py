@@ -64,7 +64,7 @@ def test_value_loss_cpu_preset_improves_fitness(tmp_path):
 def test_lpo_cpu_preset_improves_on_its_first_generations_and_leaves_ppo(tmp_path):
     """`purerl evolve lpo` (CPU preset, 20 of its 300 generations, about 2 minutes): the population's mean
     fitness (AUC) rises over its first generations, and the ES mean's drift is no longer PPO's."""
-    from purerl import evolve
+    from purerl import evolve, evolve_files
     from purerl.studies import lpo
 
     task, config = lpo.make_task("cpu"), lpo.es_config("cpu", generations=20)
@@ -72,5 +72,5 @@ def test_lpo_cpu_preset_improves_on_its_first_generations_and_leaves_ppo(tmp_pat
     means = [row["mean"] for row in log]
     print("LPO generation mean fitness:", [round(m, 1) for m in means])
     assert np.mean(means[-5:]) > np.mean(means[:5])
-    features = lpo.analyze_drift([str(tmp_path / evolve.MEAN_PARAMS)], tmp_path / "drift")["features"]
+    features = lpo.analyze_drift([str(tmp_path / evolve_files.MEAN_PARAMS)], tmp_path / "drift")["features"]
     assert features[f"LPO {tmp_path.name}"]["mean_abs_difference_from_ppo"] > 0.01

@@ -54,3 +54,13 @@ class Checkpointer:
     def close(self) -> None:
         self.manager.wait_until_finished()
         self.manager.close()
+
+
+def latest_step(directory: Path) -> int | None:
+    """The step of the last checkpoint in `directory`, None if there is none; creates nothing."""
+    if not Path(directory).is_dir():
+        return None
+    checkpointer = Checkpointer(directory)
+    step = checkpointer.latest()
+    checkpointer.close()
+    return step

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl import evolve, experiment, provenance, results, rundir, stats
+from purerl import evolve_files, experiment, provenance, results, rundir, stats
 from purerl.config import ConfigError
 from purerl.experiment import TrainSpec
 
@@ -211,7 +211,7 @@ def _lpo_lines(folder: Path) -> list[str]:
     for run in sorted(p for p in folder.glob("*") if (p / "config.json").is_file()):
         config = json.loads((run / "config.json").read_text())
         es, task = config["es"], config["task_info"]
-        rows = evolve.read_log(run)
+        rows = evolve_files.read_log(run)
         means, seconds = [row["mean"] for row in rows], sum(row["seconds"] for row in rows)
         made = "; ".join(f"`{s['command']}` at {s['commit'][:10]} on {s['machine']}, {s['date']}"
                          for s in rundir.sessions(run))

@@ -30,6 +30,7 @@ from flax import serialization
 from purerl import results, rundir
 from purerl.checkpoint import Checkpointer
 from purerl.config import MAX_DIMENSION, ConfigError
+from purerl.evolve_files import BEST_PARAMS, MEAN_PARAMS, GenerationBar, plot_fitness, read_log, write_log
 from purerl.population import Placement, barrier, is_writer
 from purerl.stopping import StopRequested, graceful_stop
 
@@ -51,10 +52,6 @@ SHAPING = {
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
 FITNESS_KINDS = ("final", "auc")
 
-GENERATIONS_CSV = "generations.csv"
-FITNESS_PNG = "fitness.png"
-BEST_PARAMS = "best_meta_params.msgpack"
-MEAN_PARAMS = "mean_meta_params.msgpack"
 
 
 class MetaTask(NamedTuple):
@@ -274,14 +271,14 @@ def run(
         log = read_log(out)[:start]
         best_fitness = max((row["best"] for row in log), default=-np.inf)
 
-    with _GenerationBar(progress and writer, cfg.generations, start) as bar, graceful_stop() as stop_signal:
+    with GenerationBar(progress and writer, cfg.generations, start) as bar, graceful_stop() as stop_signal:
         for index in range(start, cfg.generations):
             state, row, _, best = evolution.generation(state, index)
             if row["best"] > best_fitness:
                 best_fitness, best_params = row["best"], best
             log.append(row)
             if writer:
-                _write_log(out, log)
+                write_log(out, log)
                 checkpointer.save(index + 1, {"es_state": state, "best_params": best_params})
             bar.advance(row)
             if stop_signal.requested and index + 1 < cfg.generations:
@@ -295,94 +292,6 @@ def run(
         results.write_atomic(out / BEST_PARAMS, serialization.to_bytes(best_params))
         plot_fitness(out, log, evolution.task.name)
     return log
-
-
-def load_meta_params(path: Path, template: Any) -> Any:
-    """Meta-parameters saved by `run` (best or mean), restored into `template`'s structure."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / BEST_PARAMS
-    if not path.exists():
-        raise ConfigError(f"no meta-parameters at {path}")
-    try:
-        return serialization.from_bytes(template, path.read_bytes())
-    except (ValueError, KeyError, TypeError) as error:
-        raise ConfigError(f"{path} does not hold meta-parameters of this kind ({error})") from error
-
-
-_LOG_FIELDS = ("generation", "best", "mean", "std", "median", "nan_count", "seconds")
-
-
-def _write_log(out: Path, log: list[dict]) -> None:
-    lines = [",".join(_LOG_FIELDS)]
-    lines += [",".join(f"{row[k]:.6g}" if isinstance(row[k], float) else str(row[k]) for k in _LOG_FIELDS) for row in log]
-    results.write_atomic(out / GENERATIONS_CSV, "\n".join(lines) + "\n")
-
-
-def read_log(out: Path) -> list[dict]:
-    """The generation log of the evolve run in OUT (generations.csv), one dict per generation."""
-    path = out / GENERATIONS_CSV
-    if not path.exists():
-        return []
-    rows = path.read_text().strip().splitlines()[1:]
-    parsed = []
-    for line in rows:
-        values = line.split(",")
-        row = {k: float(v) for k, v in zip(_LOG_FIELDS, values)}
-        row["generation"], row["nan_count"] = int(row["generation"]), int(row["nan_count"])
-        parsed.append(row)
-    return parsed
-
-
-def plot_fitness(out: Path, log: list[dict], title: str) -> None:
-    """Best and mean fitness per generation, with a +-1 std band over the population."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    gens = np.array([row["generation"] for row in log])
-    mean = np.array([row["mean"] for row in log])
-    std = np.array([row["std"] for row in log])
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    line = ax.plot(gens, mean, label="population mean")[0]
-    ax.fill_between(gens, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0, label="+-1 std")
-    ax.plot(gens, [row["best"] for row in log], label="best in generation")
-    ax.set_xlabel("generation")
-    ax.set_ylabel("fitness")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    tmp = out / f".{FITNESS_PNG}.tmp.png"
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(out / FITNESS_PNG)
-
-
-class _GenerationBar:
-    def __init__(self, enabled: bool, total: int, completed: int):
-        self.enabled, self.total, self.completed = enabled, total, completed
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self.progress = Progress(
-                TextColumn("[bold]evolve"), BarColumn(), MofNCompleteColumn(), TextColumn("generations"),
-                TextColumn("best {task.fields[best]} mean {task.fields[mean]}"), TimeRemainingColumn(),
-            )
-            self.progress.__enter__()
-            self.task = self.progress.add_task("evolve", total=self.total, completed=self.completed, best="-", mean="-")
-        return self
-
-    def advance(self, row: dict) -> None:
-        if self.enabled:
-            self.progress.update(self.task, advance=1, best=f"{row['best']:.2f}", mean=f"{row['mean']:.2f}")
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self.progress.__exit__(*exc)
 
 
 def config_json(task: MetaTask, config: ESConfig, extra: dict | None = None) -> dict:

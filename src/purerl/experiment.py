@@ -104,7 +104,7 @@ class TrainSpec:
             return None
         if not path:
             raise ConfigError(f"objective '{name}' needs its meta-parameters: --objective {name}:PATH")
-        from purerl.evolve import load_meta_params
+        from purerl.evolve_files import load_meta_params
 
         return load_meta_params(Path(path), OBJECTIVE_META_TEMPLATES[name]())
 

@@ -178,7 +178,8 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
     """Drive a member program `advance(runs, *shared, start, stop)` (from `batched` or `one_by_one`) over
     steps 0..total-1 in chunks, with an orbax checkpoint of the members (gathered to the host) at most
     every `checkpoint_every_s` seconds, at the end, and when SIGINT or SIGTERM asks the run to stop
-    (then `stopping.StopRequested` is raised).
+    (then `stopping.StopRequested` is raised, before the next chunk; a request already pending, left by an
+    earlier run of the same command, stops this one before it compiles).
 
     `resume` continues from the last checkpoint; chunks compose exactly, so the result is the one an
     uninterrupted run gives. `on_chunk(start, stop, runs)` reports progress. Returns (runs, timing):
@@ -186,29 +187,41 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
     checkpoint), and the step this session started from; or None once `stop_after_chunks` chunks ran
     (as a kill would, for tests; it checkpoints first).
     """
-    from purerl.checkpoint import Checkpointer
+    from purerl.checkpoint import Checkpointer, latest_step
     from purerl.stopping import StopRequested, graceful_stop
 
     int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    tick = time.perf_counter()
-    compiled = advance.lower(runs, *shared, int32(0), int32(0)).compile()
-    timing = {"compile_s": time.perf_counter() - tick, "run_s": 0.0, "first": 0}
-    checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
-    done = 0
-    if resume and checkpointer is not None and checkpointer.latest() is not None:
-        host, progress = checkpointer.restore(placement.get(runs, num_members))
-        runs, done = placement.put(host), progress["step"]
-        timing["first"], timing["run_s"] = done, progress.get("run_s", 0.0)
+    timing = {"compile_s": 0.0, "run_s": 0.0, "first": 0}
+    checkpointer, done = None, 0
 
     def save():
         host = placement.get(runs, num_members)  # every process joins the gather; process 0 writes
         if is_writer():
             checkpointer.save(done, host, extra={"run_s": timing["run_s"]})
 
+    def stop_if_requested(stop_signal):
+        if stop_signal.requested and done < total:
+            if checkpointer is not None:
+                checkpointer.close()
+            raise StopRequested(stop_signal.requested, done, total, saved=checkpoint_dir is not None)
+
     chunk = chunk or max(1, total // 20)
-    chunks_done, last_checkpoint = 0, time.perf_counter()
+    chunks_done = 0
     with graceful_stop() as stop_signal:
+        if stop_signal.requested:  # left by an earlier run of this command: stop before compiling
+            done = (latest_step(checkpoint_dir) or 0) if resume and checkpoint_dir is not None else 0
+            stop_if_requested(stop_signal)
+        tick = time.perf_counter()
+        compiled = advance.lower(runs, *shared, int32(0), int32(0)).compile()
+        timing["compile_s"] = time.perf_counter() - tick
+        checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
+        if resume and checkpointer is not None and checkpointer.latest() is not None:
+            host, progress = checkpointer.restore(placement.get(runs, num_members))
+            runs, done = placement.put(host), progress["step"]
+            timing["first"], timing["run_s"] = done, progress.get("run_s", 0.0)
+        last_checkpoint = time.perf_counter()
         while done < total:
+            stop_if_requested(stop_signal)  # heard during the compile or the last chunk, which it checkpointed
             stop = min(done + chunk, total)
             tick = time.perf_counter()
             runs = jax.block_until_ready(compiled(runs, *shared, int32(done), int32(stop)))
@@ -221,10 +234,6 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
                                              or time.perf_counter() - last_checkpoint >= checkpoint_every_s):
                 save()
                 last_checkpoint = time.perf_counter()
-            if stop_signal.requested and done < total:
-                if checkpointer is not None:
-                    checkpointer.close()
-                raise StopRequested(stop_signal.requested, done, total, saved=checkpointer is not None)
             if stopping and done < total:
                 break
     if checkpointer is not None:

@@ -12,7 +12,7 @@ records the request and says so as the signal arrives, and ends the process on t
 The request belongs to the process, not to one run: a command that trains several runs one after another
 (`compare`'s objectives, an analysis's held-out stages) would otherwise start the next run when the signal
 landed in a run's last chunk. Until a `StopRequested` leaving a `graceful_stop` block honours it, every later
-run stops after its first chunk, and the next signal ends the process at once.
+run stops before it compiles, and the next signal ends the process at once.
 """
 
 from __future__ import annotations

@@ -48,9 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except StopRequested as stop:
         resumable = hasattr(args, "resume")  # mfos table starts over: say so, not "--resume"
-        where = "" if not stop.saved else (
-            f"; checkpoint saved at {stop.done} of {stop.total}, continue with the same command and --resume"
-            if resumable else f" at {stop.done} of {stop.total}; this command does not resume, run it again")
+        saved = f"checkpoint saved at {stop.done} of {stop.total}" if stop.done else "before training began"
+        where = "" if not stop.saved else (f"; {saved}, continue with the same command and --resume" if resumable
+                                           else f" at {stop.done} of {stop.total}; this command does not resume, run it again")
         tell(f"purerl: stopped by {stop.signal_name}{where}")
         return stop.exit_code
     except KeyboardInterrupt:

@@ -81,7 +81,7 @@ def add_act(sub) -> None:
 
 def cmd_evolve(args: argparse.Namespace) -> int:
     join_processes(args)
-    from purerl import evolve, provenance
+    from purerl import evolve, evolve_files, provenance
     from purerl.studies import lpo, value_loss
     study = {"value-loss": value_loss, "lpo": lpo}[args.task]
     es_fields = ("strategy", "population_size", "generations", "rollouts", "fitness_shaping", "optimizer", "lr",
@@ -111,7 +111,7 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     first, last = log[0], log[-1]
     print(f"generation {first['generation']}: mean fitness {first['mean']:.2f}, best {first['best']:.2f}")
     print(f"generation {last['generation']}: mean fitness {last['mean']:.2f}, best {last['best']:.2f}")
-    print(f"results in {out}/ ({evolve.GENERATIONS_CSV}, {evolve.FITNESS_PNG}, {evolve.BEST_PARAMS}, {evolve.MEAN_PARAMS})")
+    print(f"results in {out}/ ({evolve_files.GENERATIONS_CSV}, {evolve_files.FITNESS_PNG}, {evolve_files.BEST_PARAMS}, {evolve_files.MEAN_PARAMS})")
     return 0
 
 

@@ -21,7 +21,8 @@ from purerl import envs, results, stats
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.cheap_talk import CheapTalk
-from purerl.evolve import MEAN_PARAMS, ESConfig, MetaTask, load_meta_params
+from purerl.evolve import ESConfig, MetaTask
+from purerl.evolve_files import MEAN_PARAMS, load_meta_params
 
 class Victim(NamedTuple):
     """One environment's victim, as the authors' main_train_time.py trains it, and the ES budgets for it."""

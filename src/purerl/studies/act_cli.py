@@ -11,7 +11,8 @@ from pathlib import Path
 
 from purerl import envs, provenance, results, rundir, stats
 from purerl.config import ConfigError
-from purerl.evolve import GENERATIONS_CSV, MEAN_PARAMS, ESConfig, Evolution, MetaTask, config_json
+from purerl.evolve import ESConfig, Evolution, MetaTask, config_json
+from purerl.evolve_files import GENERATIONS_CSV, MEAN_PARAMS
 from purerl.evolve import run as evolve_run
 from purerl.studies import act
 

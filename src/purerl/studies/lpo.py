@@ -20,7 +20,8 @@ from purerl.algos import objectives
 from purerl.algos.ppo import make_train
 from purerl.compare import run_name
 from purerl.config import ConfigError, HyperParams, apply_preset, default_preset
-from purerl.evolve import ESConfig, MetaTask, load_meta_params, train_fitness
+from purerl.evolve import ESConfig, MetaTask, train_fitness
+from purerl.evolve_files import load_meta_params
 
 # cpu: CartPole-v1 with the classic preset cut to 65,536 steps per inner run, where PPO is half-way (final return
 #      about 240 of 500) and so unsaturated; population 32 x 300 generations, one inner run per candidate (the

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
-from purerl import evolve, results, rundir
+from purerl import evolve_files, results, rundir
 from purerl import provenance as manifest
 from purerl.algos.objectives import clipped_l2, l2, learned_log_weight, learned_value_loss
 from purerl.config import ConfigError
@@ -35,10 +35,10 @@ def load_evolution(source: Path) -> dict:
     config = json.loads(config_path.read_text())
     if config.get("task") != "value-loss":
         raise ConfigError(f"{source} is not a value-loss evolve run")
-    log = evolve.read_log(source)
+    log = evolve_files.read_log(source)
     if not log:
-        raise ConfigError(f"{source} has no {evolve.GENERATIONS_CSV}")
-    params = evolve.load_meta_params(source / evolve.MEAN_PARAMS, value_loss.initial_params())
+        raise ConfigError(f"{source} has no {evolve_files.GENERATIONS_CSV}")
+    params = evolve_files.load_meta_params(source / evolve_files.MEAN_PARAMS, value_loss.initial_params())
     return {"source": source, "config": config, "log": log, "params": params}
 
 
@@ -49,7 +49,7 @@ def save_artefacts(evolutions: dict[str, dict], directory: Path) -> None:
         if target.resolve() == Path(evolution["source"]).resolve():
             continue
         target.mkdir(parents=True, exist_ok=True)
-        for entry in (rundir.CONFIG, evolve.GENERATIONS_CSV, evolve.MEAN_PARAMS):
+        for entry in (rundir.CONFIG, evolve_files.GENERATIONS_CSV, evolve_files.MEAN_PARAMS):
             shutil.copyfile(Path(evolution["source"]) / entry, target / entry)
 
 
