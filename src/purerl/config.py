@@ -106,6 +106,9 @@ class RolloutShape:
             raise ConfigError(f"hidden-sizes must be integers in [1, {MAX_DIMENSION:,}], got {self.hidden_sizes}")
         if self.activation not in ACTIVATIONS:
             raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{self.activation}'")
+        if not 0 <= self.cpu_group <= MAX_DIMENSION:
+            raise ConfigError(f"cpu-group must be an integer in [0, {MAX_DIMENSION:,}] (0: all members at once), "
+                              f"got {self.cpu_group}")
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,9 @@ class PPOConfig(RolloutShape):
     normalize_obs: bool = False
     normalize_reward: bool = False
     normalize_advantages: bool = True
+    # Members one CPU device trains at a time (population.batched); 0: all at once. Measured best for these
+    # defaults (CartPole); presets of another shape set their own or 0 (benchmarks/README.md).
+    cpu_group: int = 8
 
     @property
     def minibatch_size(self) -> int:
@@ -156,7 +162,8 @@ PRESETS: dict[str, Preset] = {
     "minatar": Preset(
         "PureJaxRL MinAtar: 64 envs x 128 steps, 1e7 steps, 4 epochs x 8 minibatches, relu, lr 5e-3",
         action="discrete",
-        config=dict(num_envs=64, num_steps=128, total_timesteps=10_000_000, num_minibatches=8, activation="relu"),
+        config=dict(num_envs=64, num_steps=128, total_timesteps=10_000_000, num_minibatches=8, activation="relu",
+                    cpu_group=1),
         hyperparams=dict(lr=5e-3),
     ),
     "memory": Preset(
@@ -164,21 +171,21 @@ PRESETS: dict[str, Preset] = {
         "4 epochs x 4 minibatches of whole sequences and annealed lr 2.5e-4, on 16 envs x 32 steps "
         "(short episodes: shorter sequences, 4x less sequential work) for 2e5 steps",
         action="discrete",
-        config=dict(num_envs=16, num_steps=32, total_timesteps=200_000, hidden_sizes=(128,)),
+        config=dict(cpu_group=0, num_envs=16, num_steps=32, total_timesteps=200_000, hidden_sizes=(128,)),
     ),
     "pomdp": Preset(
         "masked gymnax tasks (CartPole-NoVel-v1, envs/pomdp.py), for --network gru: the memory preset's "
         "128-unit GRU and 4 epochs x 4 minibatches on 16 envs x 128 steps, lr 1e-3 annealed, for 1e6 steps "
         "(a CPU budget; at lr 2.5e-4 the GRU had reached only about 120 by then)",
         action="discrete",
-        config=dict(num_envs=16, num_steps=128, total_timesteps=1_000_000, hidden_sizes=(128,)),
+        config=dict(cpu_group=0, num_envs=16, num_steps=128, total_timesteps=1_000_000, hidden_sizes=(128,)),
         hyperparams=dict(lr=1e-3),
     ),
     "brax": Preset(
         "Brax continuous: 2048 envs x 10 steps, 5e7 steps, 4 x 32 minibatches, 256-256 tanh, "
         "obs and reward normalisation, constant lr 3e-4, no entropy bonus",
         action="continuous",
-        config=dict(num_envs=2048, num_steps=10, total_timesteps=50_000_000, num_minibatches=32,
+        config=dict(cpu_group=0, num_envs=2048, num_steps=10, total_timesteps=50_000_000, num_minibatches=32,
                     hidden_sizes=(256, 256), anneal_lr=False, normalize_obs=True, normalize_reward=True),
         hyperparams=dict(lr=3e-4, ent_coef=0.0),
     ),
@@ -186,7 +193,7 @@ PRESETS: dict[str, Preset] = {
         "gymnax continuous control (Pendulum-v1 and friends) on a CPU budget: 16 envs x 128 steps, "
         "1e6 steps, 10 epochs x 32 minibatches, obs and reward normalisation, lr 1e-3, gamma 0.95",
         action="continuous",
-        config=dict(num_envs=16, num_steps=128, total_timesteps=1_000_000, update_epochs=10,
+        config=dict(cpu_group=0, num_envs=16, num_steps=128, total_timesteps=1_000_000, update_epochs=10,
                     num_minibatches=32, normalize_obs=True, normalize_reward=True),
         hyperparams=dict(lr=1e-3, gamma=0.95, ent_coef=0.0),
     ),
@@ -195,13 +202,14 @@ PRESETS: dict[str, Preset] = {
         "navix and XLand-MiniGrid MiniGrid tasks on a CPU budget: 16 envs x 128 steps, 1e6 steps, "
         "4 epochs x 8 minibatches, relu",
         action="discrete",
-        config=dict(num_envs=16, num_steps=128, total_timesteps=1_000_000, num_minibatches=8, activation="relu"),
+        config=dict(cpu_group=0, num_envs=16, num_steps=128, total_timesteps=1_000_000, num_minibatches=8,
+                    activation="relu"),
     ),
     "craftax": Preset(
         "Craftax (symbolic) on a CPU budget: 32 envs x 64 steps, 1e6 steps, 4 epochs x 8 minibatches, "
         "256-256 relu, lr 2e-4",
         action="discrete",
-        config=dict(num_envs=32, num_steps=64, total_timesteps=1_000_000, num_minibatches=8,
+        config=dict(cpu_group=0, num_envs=32, num_steps=64, total_timesteps=1_000_000, num_minibatches=8,
                     hidden_sizes=(256, 256), activation="relu"),
         hyperparams=dict(lr=2e-4),
     ),
@@ -209,8 +217,8 @@ PRESETS: dict[str, Preset] = {
         "Jumanji tasks (flattened observation arrays) on a CPU budget: 16 envs x 128 steps, 1e6 steps, "
         "4 epochs x 8 minibatches, relu, observation normalisation, lr 3e-4",
         action="discrete",
-        config=dict(num_envs=16, num_steps=128, total_timesteps=1_000_000, num_minibatches=8, activation="relu",
-                    normalize_obs=True),
+        config=dict(cpu_group=0, num_envs=16, num_steps=128, total_timesteps=1_000_000, num_minibatches=8,
+                    activation="relu", normalize_obs=True),
         hyperparams=dict(lr=3e-4),
     ),
 }

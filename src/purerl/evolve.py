@@ -31,7 +31,7 @@ from purerl import results, rundir
 from purerl.checkpoint import Checkpointer
 from purerl.config import MAX_DIMENSION, ConfigError
 from purerl.evolve_files import BEST_PARAMS, MEAN_PARAMS, GenerationBar, plot_fitness, read_log, write_log
-from purerl.population import Placement, barrier, is_writer
+from purerl.population import Placement, barrier, batched, is_writer
 from purerl.stopping import StopRequested, graceful_stop
 
 STRATEGIES = {
@@ -61,6 +61,7 @@ class MetaTask(NamedTuple):
     template: Any
     fitness: Callable[[jax.Array, Any], jax.Array]
     info: dict  # recorded in config.json (for example which fitness kind is used)
+    cpu_group: int = 0  # inner training runs one CPU device runs at a time (its config's cpu_group)
 
 
 @dataclass(frozen=True)
@@ -155,9 +156,9 @@ class Evolution:
         self.strategy, self.params = make_strategy(config, task.template)
         self.placement = Placement()
         per_candidate = jax.vmap(task.fitness, in_axes=(0, None))  # rollouts of one candidate
-        self._evaluate = jax.jit(jax.vmap(lambda keys, meta: per_candidate(keys, meta).mean(), in_axes=(None, 0)),
-                                 in_shardings=(self.placement.replicated, self.placement.sharding),
-                                 out_shardings=self.placement.sharding)
+        candidates_per_group = max(1, task.cpu_group // config.rollouts) if task.cpu_group else 0
+        self._evaluate = batched(lambda meta, keys: per_candidate(keys, meta).mean(), self.placement,
+                                 num_shared_args=1, cpu_group=candidates_per_group)
         self.chunk = self._chunk_size(memory_budget_bytes)
 
     def _chunk_size(self, memory_budget_bytes: float | None) -> int:
@@ -186,7 +187,7 @@ class Evolution:
             count = jax.tree.leaves(part)[0].shape[0]
             if count < chunk:  # pad the last chunk so every call has one compiled shape
                 part = jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[-1:], chunk - count, 0)]), part)
-            fitness = self._evaluate(keys, self.placement.put(part))
+            fitness = self._evaluate(self.placement.put(part), keys)
             out.append(self.placement.get(fitness, count))
         return np.concatenate(out)
 
@@ -224,7 +225,7 @@ def memory_per_candidate(evolution: Evolution) -> float:
     placement = evolution.placement
     probe = jax.tree.map(lambda x: np.repeat(np.asarray(x)[None], placement.num_devices, 0), evolution.task.template)
     keys = jax.random.split(jax.random.PRNGKey(0), evolution.config.rollouts)
-    compiled = evolution._evaluate.lower(keys, placement.put(probe)).compile()
+    compiled = evolution._evaluate.lower(placement.put(probe), keys).compile()
     analysis = compiled.memory_analysis()
     total = (analysis.temp_size_in_bytes + analysis.argument_size_in_bytes + analysis.output_size_in_bytes)
     return float(max(total, 1))

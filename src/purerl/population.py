@@ -141,9 +141,24 @@ def vmapped(train, placement: Placement):
     """The population versions of a train function's `init` and `run`, jitted with members sharded.
 
     Fixing the shardings (rather than letting XLA infer them) keeps every chunk's state on the
-    same layout, so one compiled `run` serves the whole training.
+    same layout, so one compiled `run` serves the whole training. On CPU devices the members of
+    each device run `train.config.cpu_group` at a time (see `batched`).
     """
-    return batched(train.init, placement, num_member_args=2), batched(train.run, placement, 3, num_member_args=2)
+    group = train.config.cpu_group
+    return (batched(train.init, placement, num_member_args=2, cpu_group=group),
+            batched(train.run, placement, 3, num_member_args=2, cpu_group=group))
+
+
+def _per_device(program, placement: Placement, num_member_args: int, num_shared_args: int):
+    """`program(*member_args, *shared)` run by each device on its own members (`shard_map`), jitted."""
+    members, shared = PartitionSpec("members"), PartitionSpec()
+    # check_vma=False: a member's code may build fresh constants (a re-initialised opponent) in one
+    # branch of a cond; they are per-member values all the same.
+    return jax.jit(jax.shard_map(program, mesh=placement.mesh,
+                                 in_specs=(members,) * num_member_args + (shared,) * num_shared_args,
+                                 out_specs=members, check_vma=False),
+                   in_shardings=(placement.sharding,) * num_member_args + (placement.replicated,) * num_shared_args,
+                   out_shardings=placement.sharding)
 
 
 def one_by_one(fn, placement: Placement, num_shared_args: int = 0):
@@ -153,19 +168,39 @@ def one_by_one(fn, placement: Placement, num_shared_args: int = 0):
     For programs that branch on state shared inside one member (a `lax.cond`), which
     `vmap` would turn into a select that runs both branches every time.
     """
-    members, shared = PartitionSpec("members"), PartitionSpec()
 
     def per_device(tree, *args):
         return jax.lax.map(lambda member: fn(member, *args), tree)
 
-    # check_vma=False: a member's code may build fresh constants (a re-initialised opponent) in one
-    # branch of a cond; they are per-member values all the same.
-    return jax.jit(jax.shard_map(per_device, mesh=placement.mesh, in_specs=(members,) + (shared,) * num_shared_args,
-                                 out_specs=members, check_vma=False))
+    return _per_device(per_device, placement, 1, num_shared_args)
 
 
-def batched(fn, placement: Placement, num_shared_args: int = 0, num_member_args: int = 1):
-    """`fn(*member_args, *shared)` vmapped over the member axis and jitted, the members sharded over the devices."""
+def in_groups(fn, group: int, num_member_args: int = 1):
+    """`vmap(fn)` over the leading axis of the first `num_member_args` arguments (the rest shared), run at
+    most `group` members at a time, the groups (as equal as possible) one after another."""
+
+    def program(*args):
+        member_args, shared = args[:num_member_args], args[num_member_args:]
+        count = jax.tree.leaves(member_args)[0].shape[0]
+        if count <= group:
+            return jax.vmap(lambda *member: fn(*member, *shared))(*member_args)
+        size = math.ceil(count / math.ceil(count / group))
+        return jax.lax.map(lambda member: fn(*member, *shared), member_args, batch_size=size)
+
+    return program
+
+
+def batched(fn, placement: Placement, num_shared_args: int = 0, num_member_args: int = 1, cpu_group: int = 0):
+    """`fn(*member_args, *shared)` vmapped over the member axis and jitted, the members sharded over the devices.
+
+    With `cpu_group` > 0, a CPU device runs its members that many at a time (`in_groups`). A core is
+    fastest on a few small agents vmapped together: one is all kernel launches, many outgrow its caches
+    (32 CartPole agents ran 15-20% faster in groups of 8, benchmarks/README.md). A GPU wants them all.
+    Grouping changes float rounding, as any batch size does, so the group is part of a run's config.
+    """
+    group = cpu_group if placement.devices[0].platform == "cpu" else 0
+    if group:
+        return _per_device(in_groups(fn, group, num_member_args), placement, num_member_args, num_shared_args)
     in_axes = (0,) * num_member_args + (None,) * num_shared_args
     return jax.jit(jax.vmap(fn, in_axes=in_axes),
                    in_shardings=(placement.sharding,) * num_member_args + (placement.replicated,) * num_shared_args,

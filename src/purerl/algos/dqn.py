@@ -68,6 +68,7 @@ class DQNConfig(RolloutShape):
     activation: str = "relu"
     double_dqn: bool = False
     anneal_lr: bool = False
+    cpu_group: int = 4  # members one CPU device trains at a time (population.batched), measured best here
 
     def validate(self) -> None:
         self.check(("total_timesteps", "train_interval", "target_update_interval", "epsilon_anneal_time"),

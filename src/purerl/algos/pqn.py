@@ -67,6 +67,7 @@ class PQNConfig(RolloutShape):
     activation: str = "relu"
     epsilon_decay: float = 0.2  # fraction of the updates over which epsilon reaches its final value
     anneal_lr: bool = True
+    cpu_group: int = 2  # members one CPU device trains at a time (population.batched), measured best here
 
     def validate(self) -> None:
         self.check(("total_timesteps",), ("num_envs", "num_steps", "update_epochs", "num_minibatches"))
@@ -85,8 +86,8 @@ PRESETS = {
                       "2 epochs x 32 minibatches, 128-128 LayerNorm, lr 5e-4 decayed, lambda 0.65, "
                       "epsilon 1 -> 0.05 over 10% of 1e7 steps",
                       action="discrete",
-                      config=dict(num_envs=128, num_steps=32, total_timesteps=10_000_000, update_epochs=2,
-                                  num_minibatches=32, hidden_sizes=(128, 128), epsilon_decay=0.1),
+                      config=dict(cpu_group=0, num_envs=128, num_steps=32, total_timesteps=10_000_000,
+                                  update_epochs=2, num_minibatches=32, hidden_sizes=(128, 128), epsilon_decay=0.1),
                       hyperparams=dict(lr=5e-4, td_lambda=0.65, epsilon_finish=0.05, reward_scale=1.0)),
 }
 

@@ -45,7 +45,7 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
     import jax
 
     from purerl.algos import registry
-    from purerl.population import Placement, make_members
+    from purerl.population import Placement, batched, make_members
     from purerl.results import final_returns
 
     config, hp = task_config(task, total_timesteps)
@@ -54,7 +54,7 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
     members = make_members(list(range(seeds)), hp)
     placement = Placement.for_members(seeds)  # the seed axis sharded over the devices, as `purerl train` does
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
-    program = jax.jit(jax.vmap(train), in_shardings=(placement.sharding,) * 2, out_shardings=placement.sharding)
+    program = batched(train, placement, num_member_args=2, cpu_group=config.cpu_group)  # as `purerl train` runs it
     tick = time.perf_counter()
     compiled = program.lower(keys, hps).compile()
     compile_s = time.perf_counter() - tick
@@ -215,7 +215,7 @@ def measure_evolve(preset: str, generations: int) -> dict:
             placed, seconds = timed(lambda: evolution.placement.put(host))
             parts["to_device"].append(seconds)
             keys = jax.random.split(key, config.rollouts)
-            scores, seconds = timed(lambda: evolution._evaluate(keys, placed))
+            scores, seconds = timed(lambda: evolution._evaluate(placed, keys))
             parts["inner_training"].append(seconds)
             parts["from_device"].append(timed(lambda: evolution.placement.get(scores, config.population_size))[1])
             parts["tell"].append(timed(lambda: evolution.strategy.tell(key, population, -fitness, state,

@@ -106,7 +106,8 @@ def train_time_task(mode: str, env_name: str = "CartPole-v1", seed: int = 0) -> 
         return sign * jnp.nanmean(train(key, hp, psi).metrics["episode_return"])
 
     return MetaTask(f"act-train-time-{mode}", adversary_params(talk, jax.random.PRNGKey(seed), env_name), fitness,
-                    {"env": env_name, "mode": mode, "fitness": f"{'-' if sign < 0 else '+'}mean return over training"})
+                    {"env": env_name, "mode": mode, "fitness": f"{'-' if sign < 0 else '+'}mean return over training"},
+                    train.config.cpu_group)
 
 
 def victim_curves(env_name: str, psis, seeds: list[int]) -> np.ndarray:
@@ -228,7 +229,8 @@ def test_time_task(env_name: str = "CartPole-v1", victim_messages: str = "evolve
 
     name = "act-test-time" if joint else f"act-test-time-exploiter-{victim_messages}"
     return MetaTask(name, template, fitness, {"env": env_name, "victim_messages": victim_messages, "goals": goals,
-                                              "fitness": "mean goal return of the frozen greedy victim"})
+                                              "fitness": "mean goal return of the frozen greedy victim"},
+                    train.config.cpu_group)
 
 
 def evaluate_test_time(runs: dict[str, tuple[str, Path]], env_name: str, plots_dir: Path) -> dict:

@@ -62,6 +62,7 @@ def make_task(preset: str = "cpu", total_timesteps: int | None = None, fitness: 
         fitness=train_fitness(train, hp.as_arrays(), fitness),
         info={"env": env_name, "fitness": fitness, "total_timesteps": config.total_timesteps,
               "num_envs": config.num_envs, "num_steps": config.num_steps},
+        cpu_group=config.cpu_group,
     )
 
 

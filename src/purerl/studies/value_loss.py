@@ -69,6 +69,7 @@ def make_task(preset: str = "cpu", total_timesteps: int | None = None, fitness: 
               "total_timesteps": config.total_timesteps, "fitness": fitness,
               "value_loss": "0.5 (v - t)^2 exp(g), g = 16 tanh features of asinh(v - t)/3, asinh(t)/3; "
                             "zero output layer at start (= L2)"},
+        cpu_group=config.cpu_group,
     )
 
 
@@ -104,7 +105,7 @@ def _returns_program(value_loss, config: PPOConfig, num_seeds: int):
     train = make_train(config, value_loss=value_loss)
     placement = Placement.for_members(num_seeds)
     return placement, batched(lambda key, hp, meta: train(key, hp, meta).metrics["episode_return"], placement,
-                              num_shared_args=1, num_member_args=2)
+                              num_shared_args=1, num_member_args=2, cpu_group=config.cpu_group)
 
 
 def train_returns(value_loss, meta_params, config: PPOConfig, seeds: list[int]) -> np.ndarray:

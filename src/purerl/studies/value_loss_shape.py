@@ -90,9 +90,10 @@ def critic_dynamics(losses: dict, config: PPOConfig, seeds: list[int], probes: i
             values, _, targets = train.advantages(state.params, trajectory, start_carry, hp)
             return values - targets, targets
 
-        init = batched(train.init, placement, num_shared_args=1, num_member_args=2)
-        run = batched(train.run, placement, num_shared_args=3, num_member_args=2)
-        measure = batched(probe, placement, num_shared_args=1, num_member_args=2)
+        group = dict(num_member_args=2, cpu_group=config.cpu_group)
+        init = batched(train.init, placement, num_shared_args=1, **group)
+        run = batched(train.run, placement, num_shared_args=3, **group)
+        measure = batched(probe, placement, num_shared_args=1, **group)
         keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
         state = init(keys, hps, meta_params)
         stops = np.linspace(0, config.num_updates, probes + 1).astype(int)[1:]
