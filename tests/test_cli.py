@@ -118,6 +118,36 @@ def test_one_host_device_per_core_by_default():
     assert jax.device_count("cpu") == (host_devices.requested_count() or host_devices.cores())
 
 
+ONE_CORE_PROBE = """
+import json, os, sys
+from purerl import host_devices
+import jax
+before = os.sched_getaffinity(0)
+did = host_devices.one_core_for_one_member(int(sys.argv[1]))
+threads = {os.sched_getaffinity(int(t)) == before for t in os.listdir("/proc/self/task")}
+print(json.dumps({"did": did, "devices": jax.device_count("cpu"), "all_restored": threads == {True}}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="one core")
+def test_one_member_starts_jax_on_one_core_and_pins_no_thread():
+    """One member: one CPU device (its client started under a one-core affinity), and afterwards every thread
+    may run on every core again. Two members, or a device count the user chose, keep one device per core."""
+
+    def probe(members, **env):
+        env = {**{k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PURERL_HOST_DEVICES")}, **env}
+        proc = subprocess.run([sys.executable, "-c", ONE_CORE_PROBE, str(members)], capture_output=True, text=True,
+                              timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    cores = len(os.sched_getaffinity(0))
+    assert probe(1) == {"did": True, "devices": 1, "all_restored": True}
+    assert probe(2) == {"did": False, "devices": cores, "all_restored": True}
+    chosen = probe(1, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    assert chosen == {"did": False, "devices": 2, "all_restored": True}
+
+
 def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # by default nothing is written outside --runs-dir (no docs/ in the current folder)
     code, stdout, err = run_cli(capsys, "compare", "--objectives", "ppo,dpo", "--seeds", "2", *SMALL,

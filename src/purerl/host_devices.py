@@ -15,12 +15,16 @@ started (the count can no longer change).
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
+from importlib.metadata import entry_points
 
 
 # A bad PURERL_HOST_DEVICES cannot raise at import (the CLI could not turn it into its one-line error):
 # it is kept here, the count falls back to one per core, and the CLI and `Placement` raise it.
 PROBLEM: str | None = None
+DEFAULT_COUNT: int | None = None  # the count `enable_default` chose, None where something else decided
 
 
 def cores() -> int:
@@ -40,7 +44,7 @@ def requested_count() -> int | None:
 def enable_default() -> int | None:
     """Ask JAX for one CPU device per core (or PURERL_HOST_DEVICES) if nothing else decided; returns the
     count set, else None."""
-    global PROBLEM
+    global PROBLEM, DEFAULT_COUNT
     import jax
 
     if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
@@ -55,4 +59,45 @@ def enable_default() -> int | None:
         jax.config.update("jax_num_cpu_devices", count)
     except RuntimeError:  # backends already initialised by the caller
         return None
+    DEFAULT_COUNT = count
     return count
+
+
+def one_core_for_one_member(members: int) -> bool:
+    """Start JAX's CPU client sized for one core when a population has one member: one device, one pool thread.
+
+    One agent is a chain of small dependent kernels, and a second pool thread only hands them from core to
+    core (one CartPole agent on 2 cores ran 15-25% faster so; benchmarks/README.md, "one agent, one core").
+    JAX sizes that pool by the task's CPU affinity, its one knob (jax-ml/jax#1539), so the affinity is
+    narrowed while the client starts and then given back to every thread: nothing stays pinned, and runs
+    side by side still spread over the cores. Only where `enable_default` chose the count and no backend has
+    started, on a CPU-only JAX; returns whether it did.
+    """
+    import jax
+
+    if members != 1 or DEFAULT_COUNT is None or not hasattr(os, "sched_setaffinity") or not _cpu_only(jax):
+        return False
+    original = os.sched_getaffinity(0)
+    if len(original) < 2:
+        return False
+    try:
+        jax.config.update("jax_num_cpu_devices", 1)
+    except RuntimeError:  # a backend already started
+        return False
+    os.sched_setaffinity(0, {min(original)})
+    try:
+        jax.devices()  # the CPU client starts now, its pool sized for one core
+    finally:
+        for thread in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError):  # a thread that has since ended
+                os.sched_setaffinity(int(thread), original)
+    return True
+
+
+def _cpu_only(jax) -> bool:
+    """No accelerator can start: JAX_PLATFORMS says cpu, or no GPU or TPU plugin is installed (narrowing the
+    affinity while an accelerator's client starts would size its host threads too)."""
+    platforms = jax.config.jax_platforms
+    if platforms:
+        return platforms == "cpu"
+    return not entry_points(group="jax_plugins") and importlib.util.find_spec("libtpu") is None

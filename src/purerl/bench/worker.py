@@ -44,10 +44,12 @@ def task_config(task: str, total_timesteps: int | None = None):
 def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, floor: bool) -> dict:
     import jax
 
+    from purerl import host_devices
     from purerl.algos import registry
     from purerl.population import Placement, batched, make_members
     from purerl.results import final_returns
 
+    host_devices.one_core_for_one_member(seeds)  # before any backend starts, as `purerl train` does
     config, hp = task_config(task, total_timesteps)
     algo = TASKS[task]["algo"]
     train = registry.build(algo, config)

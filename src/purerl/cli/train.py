@@ -103,9 +103,22 @@ def train_spec(args: argparse.Namespace):
                      network=getattr(args, "network", "mlp"))
 
 
+def members_in_flags(args: argparse.Namespace) -> int:
+    """Seeds x grid points, as `train_spec` will build them, known before any backend starts."""
+    from purerl.algos import registry
+
+    count = args.seeds
+    for name in registry.hyperparam_fields():
+        count *= max(1, len(getattr(args, name, None) or ()))
+    return count
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     join_processes(args)
-    from purerl import experiment
+    from purerl import experiment, host_devices
+
+    if args.config is None:
+        host_devices.one_core_for_one_member(members_in_flags(args))
 
     if args.config is not None:
         from purerl import rerun
