@@ -132,7 +132,7 @@ print(json.dumps({"did": did, "devices": jax.device_count("cpu"), "all_restored"
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="one core")
 def test_one_member_starts_jax_on_one_core_and_pins_no_thread():
     """One member: one CPU device (its client started under a one-core affinity), and afterwards every thread
-    may run on every core again. Two members, or a device count the user chose, keep one device per core."""
+    may run on every core again. Two members keep one device per core; a device count the user chose stays."""
 
     def probe(members, **env):
         env = {**{k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PURERL_HOST_DEVICES")}, **env}
@@ -146,6 +146,7 @@ def test_one_member_starts_jax_on_one_core_and_pins_no_thread():
     assert probe(2) == {"did": False, "devices": cores, "all_restored": True}
     chosen = probe(1, XLA_FLAGS="--xla_force_host_platform_device_count=2")
     assert chosen == {"did": False, "devices": 2, "all_restored": True}
+    assert probe(1, PURERL_HOST_DEVICES="2") == {"did": False, "devices": 2, "all_restored": True}
 
 
 def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(capsys, tmp_path, monkeypatch):

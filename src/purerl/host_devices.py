@@ -24,7 +24,7 @@ from importlib.metadata import entry_points
 # A bad PURERL_HOST_DEVICES cannot raise at import (the CLI could not turn it into its one-line error):
 # it is kept here, the count falls back to one per core, and the CLI and `Placement` raise it.
 PROBLEM: str | None = None
-DEFAULT_COUNT: int | None = None  # the count `enable_default` chose, None where something else decided
+PER_CORE: bool = False  # `enable_default` chose the count itself, one device per core (nobody asked for one)
 
 
 def cores() -> int:
@@ -44,7 +44,7 @@ def requested_count() -> int | None:
 def enable_default() -> int | None:
     """Ask JAX for one CPU device per core (or PURERL_HOST_DEVICES) if nothing else decided; returns the
     count set, else None."""
-    global PROBLEM, DEFAULT_COUNT
+    global PROBLEM, PER_CORE
     import jax
 
     if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
@@ -52,14 +52,15 @@ def enable_default() -> int | None:
     if jax.config.jax_num_cpu_devices != -1:
         return None
     try:
-        count = requested_count() or cores()
+        requested = requested_count()
     except ValueError as error:
-        PROBLEM, count = str(error), cores()
+        PROBLEM, requested = str(error), None
+    count = requested or cores()
     try:
         jax.config.update("jax_num_cpu_devices", count)
     except RuntimeError:  # backends already initialised by the caller
         return None
-    DEFAULT_COUNT = count
+    PER_CORE = requested is None
     return count
 
 
@@ -67,15 +68,16 @@ def one_core_for_one_member(members: int) -> bool:
     """Start JAX's CPU client sized for one core when a population has one member: one device, one pool thread.
 
     One agent is a chain of small dependent kernels, and a second pool thread only hands them from core to
-    core (one CartPole agent on 2 cores ran 15-25% faster so; benchmarks/README.md, "one agent, one core").
+    core (one CartPole agent on 2 cores ran 13-18% faster so; benchmarks/README.md, "one agent, one core").
     JAX sizes that pool by the task's CPU affinity, its one knob (jax-ml/jax#1539), so the affinity is
     narrowed while the client starts and then given back to every thread: nothing stays pinned, and runs
-    side by side still spread over the cores. Only where `enable_default` chose the count and no backend has
-    started, on a CPU-only JAX; returns whether it did.
+    side by side still spread over the cores. Only where `enable_default` chose one device per core (no
+    PURERL_HOST_DEVICES, no XLA_FLAGS count) and no backend has started, on a CPU-only JAX; returns whether
+    it did.
     """
     import jax
 
-    if members != 1 or DEFAULT_COUNT is None or not hasattr(os, "sched_setaffinity") or not _cpu_only(jax):
+    if members != 1 or not PER_CORE or not hasattr(os, "sched_setaffinity") or not _cpu_only(jax):
         return False
     original = os.sched_getaffinity(0)
     if len(original) < 2:

@@ -117,14 +117,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     join_processes(args)
     from purerl import experiment, host_devices
 
-    if args.config is None:
-        host_devices.one_core_for_one_member(members_in_flags(args))
-
     if args.config is not None:
         from purerl import rerun
 
         spec = rerun.apply_flags(rerun.load_spec(args.config), args, rerun.given_flags(args.argv))
     else:
+        host_devices.one_core_for_one_member(members_in_flags(args))  # before train_spec starts a backend
         spec = train_spec(args)
     spec.validate()
     if args.resume and args.out is None:
