@@ -60,7 +60,7 @@ def enable_default() -> int | None:
         jax.config.update("jax_num_cpu_devices", count)
     except RuntimeError:  # backends already initialised by the caller
         return None
-    PER_CORE = requested is None
+    PER_CORE = requested is None and PROBLEM is None
     return count
 
 
