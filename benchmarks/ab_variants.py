@@ -22,6 +22,7 @@ import optax
 
 from purerl.algos import ppo as ppo_module
 from purerl.bench.worker import task_config
+from purerl.distributions import Categorical
 from purerl.envs.core import unroll_threefry_on_cpu
 from purerl.population import make_members
 
@@ -58,6 +59,24 @@ class OneSequenceMinibatches(ppo_module.PPO):
         return super().loss(params, batch, meta_params, hp)
 
 
+def traced_with(*patches):
+    """A PPO traced with each `(owner, name, value)` patch applied (undone after tracing): earlier pieces, as they
+    were."""
+
+    class Patched(ppo_module.PPO):
+        def __call__(self, key, hp, meta_params=None):
+            before = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+            for owner, name, value in patches:
+                setattr(owner, name, value)
+            try:
+                return super().__call__(key, hp, meta_params)
+            finally:
+                for owner, name, value in before:
+                    setattr(owner, name, value)
+
+    return Patched
+
+
 def unrolled(body_name: str, unroll: int):
     """A PPO whose `lax.scan` over `body_name` (env_step, minibatch_step, backward) is unrolled."""
     scan = jax.lax.scan
@@ -66,17 +85,17 @@ def unrolled(body_name: str, unroll: int):
         kw["unroll"] = unroll if f.__name__ == body_name else kw.get("unroll", 1)
         return scan(f, init, xs, length=length, reverse=reverse, **kw)
 
-    class Unrolled(ppo_module.PPO):
-        def __call__(self, key, hp, meta_params=None):
-            jax.lax.scan = patched
-            try:
-                return super().__call__(key, hp, meta_params)
-            finally:
-                jax.lax.scan = scan
-
-    return Unrolled
+    return traced_with((jax.lax, "scan", patched))
 
 
+def gathered_log_prob(self, action):
+    """`Categorical.log_prob` before: the action's entry by `take_along_axis` (a scatter-add in its gradient)."""
+    log_probs = jax.nn.log_softmax(self.logits)
+    return jnp.take_along_axis(log_probs, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+
+JAX_SHUFFLE = (ppo_module, "random_permutation", jax.random.permutation)
+GATHERED_LOG_PROB = (Categorical, "log_prob", gathered_log_prob)
 ROLLED_THREEFRY = {"rolled threefry (before)"}  # compiled with jax's own CPU lowering
 
 VARIANTS = {
@@ -88,6 +107,9 @@ VARIANTS = {
     "rollout scan unroll 4": unrolled("env_step", 4),
     "minibatch scan unroll 4": unrolled("minibatch_step", 4),
     "GAE scan unroll 8": unrolled("backward", 8),
+    "jax.random.permutation shuffle (before)": traced_with(JAX_SHUFFLE),
+    "take_along_axis log_prob (before)": traced_with(GATHERED_LOG_PROB),
+    "shuffle and log_prob (before)": traced_with(JAX_SHUFFLE, GATHERED_LOG_PROB),
 }
 
 

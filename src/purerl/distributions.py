@@ -22,8 +22,11 @@ class Categorical(NamedTuple):
         return jax.random.categorical(key, self.logits)
 
     def log_prob(self, action: jax.Array) -> jax.Array:
+        """The action's entry picked by a select, not `take_along_axis`: the same value, and its gradient is a
+        select too, not a scatter-add (a few kernels fewer per PPO gradient step)."""
         log_probs = jax.nn.log_softmax(self.logits)
-        return jnp.take_along_axis(log_probs, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+        chosen = action[..., None].astype(jnp.int32) == jnp.arange(self.logits.shape[-1])
+        return jnp.where(chosen, log_probs, 0.0).sum(axis=-1)
 
     def entropy(self) -> jax.Array:
         log_probs = jax.nn.log_softmax(self.logits)

@@ -26,6 +26,7 @@ import optax
 
 from purerl import envs
 from purerl.algos.objectives import clipped_l2, ppo_clip
+from purerl.algos.shuffle import permutation as random_permutation
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.wrappers import IdentityObs, IdentityReward, ObsNormalizer, RewardNormalizer
 from purerl.nets import ActorCritic, init_params
@@ -250,7 +251,7 @@ class PPO:
             """The batch shuffled along `sample_axis` and cut into num_minibatches, minibatch axis first."""
             if cfg.num_minibatches == 1:  # the full batch: its order cannot change the loss, and the shuffle's
                 return jax.tree.map(lambda x: x[None], batch)  # gather costs a third of a small net's epoch
-            permutation = jax.random.permutation(key, batch.obs.shape[sample_axis])
+            permutation = random_permutation(key, batch.obs.shape[sample_axis])
 
             def split(x, axis):
                 x = jnp.take(x, permutation, axis=axis)

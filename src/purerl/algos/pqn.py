@@ -28,6 +28,7 @@ import optax
 
 from purerl import envs
 from purerl.algos import loop, td
+from purerl.algos.shuffle import permutation as random_permutation
 from purerl.config import DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, check_bounds
 from purerl.nets import init_params
 
@@ -194,7 +195,7 @@ class PQN(td.QLearner):
         def epoch(carry, _):
             params, opt_state, key = carry
             key, perm_key = jax.random.split(key)
-            permutation = jax.random.permutation(perm_key, cfg.batch_size)
+            permutation = random_permutation(perm_key, cfg.batch_size)
             minibatches = jax.tree.map(lambda x: x[permutation].reshape((cfg.num_minibatches, -1) + x.shape[1:]),
                                        (obs, action, target))
             (params, opt_state), stats = jax.lax.scan(minibatch_step, (params, opt_state), minibatches)
