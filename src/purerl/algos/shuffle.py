@@ -1,11 +1,12 @@
 """Random permutations for minibatch shuffles, as single-array sorts.
 
 `jax.random.permutation` sorts (random key, index) pairs, and XLA's CPU backend runs such a two-array
-sort with a comparator call per comparison: 65 us for 512 items on one core, a tenth of a CartPole update
-at one seed. One uint32 array sorts on its fast path (12 us), so each round here packs the random key into
-the high bits and the current position into the low bits, sorts, and reads the positions back. A tie in
-the random bits keeps the previous round's (random) order, so rounds compose as in jax's own shuffle, and
-there are enough of them for 3 log2(n) random bits in all, jax's target for its 32-bit rounds.
+sort with a comparator call per comparison: 65 us for 512 items on one core, and one CartPole agent's
+update shuffles 4 times, a tenth of its 3 ms. One uint32 array sorts on its fast path (12 us), so each
+round here packs the random key into the high bits and the current position into the low bits, sorts,
+and reads the positions back. A tie in the random bits keeps the previous round's (random) order, so
+rounds compose as in jax's own shuffle, and there are enough of them for 3 log2(n) random bits in all,
+jax's target for its 32-bit rounds.
 """
 
 from __future__ import annotations
