@@ -11,12 +11,24 @@ import os
 import time
 
 
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def positive_ints(text: str) -> list[int]:
+    return [positive_int(part) for part in text.split(",")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", type=int, default=2)
-    parser.add_argument("--sizes", default="2,9155", help="floats per device reduced each iteration")
-    parser.add_argument("--iters", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--devices", type=positive_int, default=2)
+    parser.add_argument("--sizes", type=positive_ints, default="2,9155",
+                        help="floats per device reduced each iteration, comma-separated")
+    parser.add_argument("--iters", type=positive_int, default=2000)
+    parser.add_argument("--repeats", type=positive_int, default=3)
     args = parser.parse_args()
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
     import jax
@@ -33,7 +45,7 @@ def main() -> None:
 
     variants = {"psum": looped(lambda x: jax.lax.psum(x, "d")), "no collective": looped(lambda x: x + 0.1)}
     print(f"{jax.devices()[0].device_kind}, {args.devices} host devices, {args.iters} iterations per run")
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in args.sizes:
         x = jax.device_put(jnp.ones((args.devices * size,)), NamedSharding(mesh, PartitionSpec("d")))
         best = {}
         for name, program in variants.items():
