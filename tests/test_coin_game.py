@@ -197,6 +197,9 @@ def test_coin_run_resumes_bit_for_bit(tmp_path):
     resumed = mfos_coin.run(settings, [0], tmp_path / "cut", resume=True, **quiet)
     assert resumed["resumed_from_meta_episode"] == 1
     np.testing.assert_array_equal(resumed["log"], full["log"])
+    # run_s is summed over both sessions, so the rate counts all three meta-episodes, not the two run last
+    board_steps = settings.num_boards * mfos_coin.META_STEPS * settings.meta_episodes
+    assert resumed["steps_per_s"] == pytest.approx(board_steps / resumed["run_s"])
     assert np.all(np.isfinite(full["log"]))
 
 

@@ -319,6 +319,9 @@ def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[same, same])
     assert entry["dirty"] is False
     assert "1 s wall-clock in the last session" in provenance.describe(entry)  # not the run's whole time
+    summed = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[same, same], wall_summed=True)
+    assert "1 s wall-clock (training summed over every session" in provenance.describe(summed)
+    assert "last session" not in provenance.describe(summed).replace("the last one's compile", "")
     other = {**same, "source_hash": "0" * 16}
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[other, same])
     assert entry["dirty"] and entry["mixed_sources"]

@@ -121,13 +121,15 @@ def run_facts(argv: list[str]) -> dict:
 
 
 def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: float, budget: dict,
-           extra: dict | None = None, sessions: list[dict] | None = None) -> dict:
+           extra: dict | None = None, sessions: list[dict] | None = None, wall_summed: bool = False) -> dict:
     """Write the manifest entry of one part of `report` (manifest.json beside it) and return it.
 
     budget: population, generations, env_steps_per_run, seeds (None where a field does not apply).
     sessions: for a run resumed across sessions, each session's `session_facts`. A session at uncommitted code
     makes the part dirty; sessions at code that hashes differently from this one's make it `mixed_sources`
     (and dirty): its numbers then come from no single commit.
+    wall_summed: wall_s is the training time summed over every session plus the last session's compile (a
+    checkpointed timer), not the last session's wall clock; the header says which.
     """
     study = STUDIES[study_name]
     commit, dirty = git_state()
@@ -138,6 +140,7 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
         "commit": commit,
         "dirty": dirty or mixed or any(s["dirty"] for s in sessions or []),
         **({"sessions": sessions, "mixed_sources": mixed} if sessions else {}),
+        **({"wall_summed": True} if wall_summed else {}),
         "source_hash": current,
         "machine": machine(),
         "versions": versions(),
@@ -230,9 +233,10 @@ def describe(part: dict) -> str:
              if part.get("mixed_sources") else
              "UNCOMMITTED CHANGES, not reproducible from that commit" if part["dirty"] else "clean tree")
     wall = f"{part['wall_s']:,.0f} s wall-clock"
-    if len(part.get("sessions", [])) > 1:  # the command's wall time covers only the session that finished
+    if len(part.get("sessions", [])) > 1:
         state += f", resumed over {len(part['sessions'])} sessions"
-        wall += " in the last session"
+        wall += (" (training summed over every session, plus the last one's compile)" if part.get("wall_summed")
+                 else " in the last session")
     budget = [f"population {b['population']}" if b.get("population") else "",
               f"{b['generations']} generations" if b.get("generations") else "",
               f"{b['env_steps_per_run']:,} env steps per run" if b.get("env_steps_per_run") else "",

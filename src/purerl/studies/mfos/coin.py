@@ -262,11 +262,12 @@ def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = 
     log_rows = runs.log.astype(float)  # [seeds, meta_episodes, 4]
     window = final_window(settings.meta_episodes)
     final = log_rows[:, -window:].mean(axis=1)
-    ran = settings.meta_episodes - timing["first"]
+    board_steps = len(seeds) * settings.num_boards * META_STEPS * settings.meta_episodes
     return {"game": "coin", "opponent": "ppo", "seeds": seeds, "final_window": window, "log": log_rows,
             "final": summaries(final, LOG_COLUMNS), "compile_s": timing["compile_s"], "run_s": timing["run_s"],
             "resumed_from_meta_episode": timing["first"],
-            "steps_per_s": len(seeds) * settings.num_boards * META_STEPS * ran / timing["run_s"] if ran else None}
+            # run_s is summed over every session of a resumed run, so it covers every meta-episode
+            "steps_per_s": board_steps / timing["run_s"] if timing["run_s"] > 0 else None}
 
 
 def run_config(settings: CoinSettings, seeds: list[int], preset: str) -> dict:

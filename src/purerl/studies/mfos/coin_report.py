@@ -61,15 +61,15 @@ def write_report(report: Path, result: dict, settings: CoinSettings, preset: str
     provenance.record("mfos_coin", report, "coin", argv, result["compile_s"] + result["run_s"],
                       {"generations": settings.meta_episodes, "env_steps_per_run": board_steps, "seeds": result["seeds"]},
                       {"unit": "generations: M-FOS meta-episodes (PPO updates); env steps: board steps"},
-                      sessions=sessions)
+                      sessions=sessions, wall_summed=True)
     n = len(result["seeds"])
     statistic = "mean [95% CI] over seeds" if n >= MIN_SEEDS_FOR_CI else f"mean over seeds (n={n}: every seed, no CI)"
     lines = [
         "# M-FOS in the coin game", "", *provenance.header(report, "mfos_coin"),
         f"M-FOS (conv + GRU, the library's PPO) plays red against a PPO learner that updates after every inner "
         f"episode, on {settings.num_boards} boards for {settings.meta_episodes} meta-episodes of {INNER_EPISODES} "
-        f"inner episodes x {INNER_STEPS} steps; seeds {result['seeds']}. Compile {result['compile_s']:.0f} s, run "
-        f"{result['run_s']:.0f} s{speed_note(result)}.", "",
+        f"inner episodes x {INNER_STEPS} steps; seeds {result['seeds']}. Compile {result['compile_s']:.0f} s (the "
+        f"last session's); training {result['run_s']:.0f} s{speed_note(result)}, summed over every session of a resumed run.", "",
         f"| per meta-episode, {statistic} | first (untrained M-FOS) | last {result['final_window']} | change |",
         "|---|---|---|---|",
     ]

@@ -40,7 +40,7 @@ def write_report(report: Path, result: dict, settings: Settings, preset: str, ar
                       {"generations": settings.meta_episodes, "seeds": result["seeds"],
                        "env_steps_per_run": settings.num_games * settings.meta_episodes * META_EPISODE},
                       {"unit": "generations: M-FOS meta-episodes (PPO updates); env steps: meta-steps"},
-                      sessions=sessions)
+                      sessions=sessions, wall_summed=True)
     title = f"# M-FOS against {opponent.upper()} in the {game.upper()}, preset {preset}"
     results.write_atomic(report, "\n".join([title, "", *provenance.header(report, STUDY), *body]) + "\n")
 
