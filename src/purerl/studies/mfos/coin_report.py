@@ -69,7 +69,8 @@ def write_report(report: Path, result: dict, settings: CoinSettings, preset: str
         f"M-FOS (conv + GRU, the library's PPO) plays red against a PPO learner that updates after every inner "
         f"episode, on {settings.num_boards} boards for {settings.meta_episodes} meta-episodes of {INNER_EPISODES} "
         f"inner episodes x {INNER_STEPS} steps; seeds {result['seeds']}. Compile {result['compile_s']:.0f} s (the "
-        f"last session's); training {result['run_s']:.0f} s{speed_note(result)}, summed over every session of a resumed run.", "",
+        f"last session's); training {result['run_s']:.0f} s{speed_note(result)}, summed over every session of a "
+        "resumed run.", "",
         f"| per meta-episode, {statistic} | first (untrained M-FOS) | last {result['final_window']} | change |",
         "|---|---|---|---|",
     ]
