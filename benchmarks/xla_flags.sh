@@ -19,8 +19,15 @@ OPTIONS=(
 )
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for i in "${!OPTIONS[@]}"; do
-    line=$(XLA_FLAGS="${OPTIONS[$i]}" taskset -c 0 "$PURERL" train --seeds 1 --no-progress \
-      --total-timesteps "${STEPS:-1048576}" --out "$OUT/option$i-round$round" 2>&1 | grep 'env steps/s' || true)
-    echo "round $round [${OPTIONS[$i]:-none}] ${line:-failed}"
+    run="$OUT/option$i-round$round"
+    log=$(XLA_FLAGS="${OPTIONS[$i]}" taskset -c 0 "$PURERL" train --seeds 1 --no-progress \
+      --total-timesteps "${STEPS:-1048576}" --out "$run" 2>&1 || true)
+    if line=$(grep 'env steps/s' <<< "$log"); then
+      # the metrics.csv column: the same numbers as this round's run without options, to the bit?
+      cmp -s "$OUT/option0-round$round/metrics.csv" "$run/metrics.csv" && same=identical || same=differs
+      echo "round $round [${OPTIONS[$i]:-none}] $line; metrics.csv $same"
+    else
+      echo "round $round [${OPTIONS[$i]:-none}] failed: $(tail -n 1 <<< "$log")"
+    fi
   done
 done
