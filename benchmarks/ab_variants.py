@@ -88,6 +88,16 @@ def unrolled(body_name: str, unroll: int):
     return traced_with((jax.lax, "scan", patched))
 
 
+def unshuffled(key, n):
+    """A cost probe, not a candidate: every epoch keeps the rollout's order (the same minibatches each epoch)."""
+    return jnp.arange(n, dtype=jnp.int32)
+
+
+def one_step_advantages(rewards, values, next_values, terminated, done, gamma, gae_lambda):
+    """A cost probe, not a candidate: the TD errors alone (lambda = 0), so GAE's backward scan never runs."""
+    return rewards + gamma * next_values * (1.0 - terminated.astype(jnp.float32)) - values
+
+
 def gathered_log_prob(self, action):
     """`Categorical.log_prob` before: the action's entry by `take_along_axis` (a scatter-add in its gradient)."""
     log_probs = jax.nn.log_softmax(self.logits)
@@ -96,6 +106,8 @@ def gathered_log_prob(self, action):
 
 JAX_SHUFFLE = (ppo_module, "random_permutation", jax.random.permutation)
 GATHERED_LOG_PROB = (Categorical, "log_prob", gathered_log_prob)
+NO_SHUFFLE = (ppo_module, "random_permutation", unshuffled)
+NO_GAE_SCAN = (ppo_module, "gae", one_step_advantages)
 ROLLED_THREEFRY = {"rolled threefry (before)"}  # compiled with jax's own CPU lowering
 
 VARIANTS = {
@@ -110,6 +122,9 @@ VARIANTS = {
     "jax.random.permutation shuffle (before)": traced_with(JAX_SHUFFLE),
     "take_along_axis log_prob (before)": traced_with(GATHERED_LOG_PROB),
     "shuffle and log_prob (before)": traced_with(JAX_SHUFFLE, GATHERED_LOG_PROB),
+    "no shuffle (probe)": traced_with(NO_SHUFFLE),
+    "no GAE scan (probe)": traced_with(NO_GAE_SCAN),
+    "no shuffle and no GAE scan (probe)": traced_with(NO_SHUFFLE, NO_GAE_SCAN),
 }
 
 
