@@ -136,9 +136,12 @@ def main() -> None:
     parser.add_argument("--total-timesteps", type=int, help="steps per agent (default: the task's)")
     parser.add_argument("--variants", help="comma-separated names (default: all)")
     args = parser.parse_args()
+    chosen = args.variants.split(",") if args.variants else list(VARIANTS)
+    unknown = [name for name in chosen if name not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant(s) {', '.join(map(repr, unknown))}; choose from {', '.join(VARIANTS)}")
     config, hp = task_config(args.task, args.total_timesteps)
     members = make_members(list(range(args.seeds)), hp)
-    chosen = args.variants.split(",") if args.variants else list(VARIANTS)
     keys, hps = members.keys(), members.hyperparams.as_arrays()
     programs = {}
     for name in chosen:
