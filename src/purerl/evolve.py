@@ -30,9 +30,10 @@ from flax import serialization
 from purerl import results, rundir
 from purerl.checkpoint import Checkpointer
 from purerl.config import MAX_DIMENSION, ConfigError
-from purerl.evolve_files import BEST_PARAMS, MEAN_PARAMS, GenerationBar, plot_fitness, read_log, write_log
+from purerl.evolve_files import (BEST_PARAMS, MEAN_PARAMS, GenerationBar, fitness_row, plot_fitness, read_log,
+                                 write_log)
 from purerl.population import Placement, barrier, batched, is_writer
-from purerl.stopping import StopRequested, graceful_stop
+from purerl.stopping import StopRequested, graceful_stop, tell
 
 STRATEGIES = {
     "open_es": es_algorithms.Open_ES,
@@ -43,12 +44,24 @@ STRATEGIES = {
     "xnes": es_algorithms.xNES,
     "simple_es": es_algorithms.SimpleES,
 }
+# Open-ES and PGPE step along a gradient estimate of the shaped fitness, so any of these shapings is sound for
+# them. The other strategies recombine candidates with their own rank weights (CMA-ES's recombination weights,
+# the NES utilities) and their updates assume exactly those weights: under another shaping they climb the
+# wrong way or diverge, so they take only their own, named OWN_WEIGHTS.
 SHAPING = {
     "centered_rank": es_shaping.centered_rank_fitness_shaping_fn,
     "z_score": es_shaping.standardize_fitness_shaping_fn,
     "none": es_shaping.identity_fitness_shaping_fn,
-    "default": None,  # the strategy's own (rank weights for SNES and CMA-ES)
 }
+GRADIENT_STRATEGIES = ("open_es", "pgpe")
+OWN_WEIGHTS = "rank_weights"
+
+
+def shapings(strategy: str) -> tuple[str, ...]:
+    """The fitness shapings `strategy` is sound under; the first is its default."""
+    return tuple(SHAPING) if strategy in GRADIENT_STRATEGIES else (OWN_WEIGHTS,)
+
+
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
 FITNESS_KINDS = ("final", "auc")
 
@@ -70,7 +83,7 @@ class ESConfig:
     population_size: int = 16
     generations: int = 20
     rollouts: int = 1  # independent training runs (seeds) per candidate, averaged
-    fitness_shaping: str = "centered_rank"
+    fitness_shaping: str | None = None  # None or "default": the strategy's own (`shapings(strategy)[0]`)
     optimizer: str = "adam"
     lr: float = 0.01
     lr_final: float | None = None  # exponential decay from lr to lr_final over the generations
@@ -79,11 +92,20 @@ class ESConfig:
     seed: int = 0
     max_parallel: int | None = None  # candidates per compiled evaluation call; None = all
 
+    def __post_init__(self):
+        if self.fitness_shaping in (None, "default") and self.strategy in STRATEGIES:  # recorded by its name
+            object.__setattr__(self, "fitness_shaping", shapings(self.strategy)[0])
+
     def validate(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ConfigError(f"unknown strategy '{self.strategy}'; choose from {', '.join(STRATEGIES)}")
-        if self.fitness_shaping not in SHAPING:
-            raise ConfigError(f"unknown fitness shaping '{self.fitness_shaping}'; choose from {', '.join(SHAPING)}")
+        sound = shapings(self.strategy)
+        if self.fitness_shaping not in sound:
+            known = self.fitness_shaping in (*SHAPING, OWN_WEIGHTS)
+            why = (f"{self.strategy} recombines candidates with its own rank weights" if known
+                   else f"unknown fitness shaping '{self.fitness_shaping}'")
+            raise ConfigError(f"{why}; --fitness-shaping for {self.strategy} must be {' or '.join(sound)}"
+                              + ("" if known else " (or default)"))
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"unknown optimizer '{self.optimizer}'; choose from {', '.join(OPTIMIZERS)}")
         for name in ("population_size", "generations", "rollouts"):
@@ -101,7 +123,7 @@ class ESConfig:
             raise ConfigError(f"max-parallel must be positive, got {self.max_parallel}")
 
 
-# The OpenES settings of the 2022 meta-RL papers (LPO, ACT, M-FOS era; see shared NOTES).
+# The OpenES settings of the 2022 meta-RL papers (LPO, ACT, M-FOS): Adam, lr 0.01 to 0.001, std 0.04 to 0.01.
 ES_PRESETS = {
     "paper-openes": dict(strategy="open_es", optimizer="adam", lr=0.01, lr_final=0.001, std=0.04, std_final=0.01,
                          fitness_shaping="z_score"),
@@ -122,7 +144,7 @@ def make_strategy(config: ESConfig, template: Any):
         "optimizer": OPTIMIZERS[config.optimizer](_decay(config.lr, config.lr_final, config.generations)),
         "std_schedule": _decay(config.std, config.std_final, config.generations),
     }
-    if SHAPING[config.fitness_shaping] is not None:
+    if config.fitness_shaping in SHAPING:  # otherwise the strategy's own rank weights
         options["fitness_shaping_fn"] = SHAPING[config.fitness_shaping]
     kwargs = {k: v for k, v in options.items() if k in accepted}
     strategy = cls(population_size=config.population_size, solution=template, **kwargs)
@@ -194,26 +216,26 @@ class Evolution:
     def init_state(self):
         return self.strategy.init(jax.random.PRNGKey(self.config.seed), self.initial_mean, self.params)
 
-    def generation(self, state, index: int) -> tuple[Any, dict[str, float], np.ndarray, Any]:
-        """One generation: ask, evaluate, repair bad fitness, tell. Deterministic in (seed, index)."""
+    def generation(self, state, index: int) -> tuple[Any, dict[str, float], np.ndarray, Any | None]:
+        """One generation: ask, evaluate, repair bad fitness, tell. Deterministic in (seed, index).
+
+        The row logs the raw fitness the task defines, over the candidates where it is finite. A generation with
+        no finite fitness leaves the ES state as it was and has no best candidate (None).
+        """
         key = jax.random.fold_in(jax.random.PRNGKey(self.config.seed), index)
         ask_key, eval_key, tell_key = jax.random.split(key, 3)
         tick = time.perf_counter()
         population, state = self.strategy.ask(ask_key, state, self.params)
-        fitness = self.evaluate(eval_key, population)
-        fitness, bad = repair_fitness(fitness)
-        state, _ = self.strategy.tell(tell_key, population, jnp.asarray(-fitness), state, self.params)
+        fitness = np.asarray(self.evaluate(eval_key, population), np.float64)
+        repaired, bad = repair_fitness(fitness)
+        if bad < fitness.size:
+            state, _ = self.strategy.tell(tell_key, population, jnp.asarray(-repaired), state, self.params)
+            if not all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(self.mean(state))):
+                raise ESDiverged(f"the {self.config.strategy} mean became non-finite at generation {index}; "
+                                 "lower --lr or --std")
         jax.block_until_ready(state)
-        row = {
-            "generation": index,
-            "best": float(fitness.max()),
-            "mean": float(fitness.mean()),
-            "std": float(fitness.std()),
-            "median": float(np.median(fitness)),
-            "nan_count": int(bad),
-            "seconds": time.perf_counter() - tick,
-        }
-        best = jax.tree.map(lambda x: x[int(np.argmax(fitness))], population)
+        row = fitness_row(index, fitness, time.perf_counter() - tick)
+        best = None if bad == fitness.size else jax.tree.map(lambda x: x[int(np.nanargmax(fitness))], population)
         return state, row, fitness, best
 
     def mean(self, state) -> Any:
@@ -229,6 +251,10 @@ def memory_per_candidate(evolution: Evolution) -> float:
     analysis = compiled.memory_analysis()
     total = (analysis.temp_size_in_bytes + analysis.argument_size_in_bytes + analysis.output_size_in_bytes)
     return float(max(total, 1))
+
+
+class ESDiverged(ConfigError):
+    """The ES state itself became non-finite: its settings, not one candidate, failed."""
 
 
 def repair_fitness(fitness: np.ndarray) -> tuple[np.ndarray, int]:
@@ -270,12 +296,14 @@ def run(
         start = progress["step"]
         state, best_params = saved["es_state"], saved["best_params"]
         log = read_log(out)[:start]
-        best_fitness = max((row["best"] for row in log), default=-np.inf)
+        best_fitness = max((row["best"] for row in log if np.isfinite(row["best"])), default=-np.inf)
 
     with GenerationBar(progress and writer, cfg.generations, start) as bar, graceful_stop() as stop_signal:
         for index in range(start, cfg.generations):
             state, row, _, best = evolution.generation(state, index)
-            if row["best"] > best_fitness:
+            if best is None and writer:
+                tell(f"purerl: generation {index}: no candidate had a finite fitness; the ES state is unchanged")
+            if best is not None and row["best"] > best_fitness:
                 best_fitness, best_params = row["best"], best
             log.append(row)
             if writer:
@@ -288,6 +316,8 @@ def run(
             if stop_after is not None and index + 1 >= stop_after:
                 break
     checkpointer.close()
+    if writer and not np.isfinite(best_fitness):
+        tell(f"purerl: no generation had a finite fitness; {BEST_PARAMS} holds the initial mean")
     if writer:
         results.write_atomic(out / MEAN_PARAMS, serialization.to_bytes(evolution.mean(state)))
         results.write_atomic(out / BEST_PARAMS, serialization.to_bytes(best_params))

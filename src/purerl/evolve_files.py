@@ -35,6 +35,14 @@ def load_meta_params(path: Path, template: Any) -> Any:
         raise ConfigError(f"{path} does not hold meta-parameters of this kind ({error})") from error
 
 
+def fitness_row(index: int, fitness: np.ndarray, seconds: float) -> dict:
+    """One generations.csv row: statistics of the finite raw fitness (NaN when none is finite)."""
+    finite = fitness[np.isfinite(fitness)]
+    stat = (lambda f: float(f(finite))) if finite.size else (lambda f: float("nan"))
+    return {"generation": index, "best": stat(np.max), "mean": stat(np.mean), "std": stat(np.std),
+            "median": stat(np.median), "nan_count": int(fitness.size - finite.size), "seconds": seconds}
+
+
 _LOG_FIELDS = ("generation", "best", "mean", "std", "median", "nan_count", "seconds")
 
 

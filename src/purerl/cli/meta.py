@@ -20,7 +20,8 @@ def add_evolve(sub) -> None:
     evolve.add_argument("--population-size", type=integer)
     evolve.add_argument("--generations", type=integer)
     evolve.add_argument("--rollouts", type=integer, help="training runs (seeds) per candidate")
-    evolve.add_argument("--fitness-shaping", help="centered_rank, z_score, none or default")
+    evolve.add_argument("--fitness-shaping", help="open_es, pgpe: centered_rank (default), z_score or none; "
+                        "the other strategies use their own rank weights (rank_weights, the default)")
     evolve.add_argument("--optimizer", help="adam or sgd (the ES mean's optimiser)")
     evolve.add_argument("--es-lr", type=finite_float, dest="lr")
     evolve.add_argument("--es-lr-final", type=finite_float, dest="lr_final")

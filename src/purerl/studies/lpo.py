@@ -35,8 +35,7 @@ PRESETS = {
                 es=dict(population_size=32, generations=300, lr=0.01, lr_final=0.002, std=0.05, std_final=0.02)),
     "paper": dict(env="brax:ant", es=dict(population_size=32, generations=1000), config={}),
 }
-ES_DEFAULTS = dict(strategy="open_es", fitness_shaping="centered_rank", lr=0.01, lr_final=0.001, std=0.04,
-                   std_final=0.01)
+ES_DEFAULTS = dict(strategy="open_es", lr=0.01, lr_final=0.001, std=0.04, std_final=0.01)
 
 
 def inner_setup(env_name: str, overrides: dict):
