@@ -67,7 +67,7 @@ def test_end_to_end_run_directory_eval_and_load(capsys, tmp_path):
     code, _, err = run_cli(capsys, "train", "--out", str(out), "--seeds", "2", *SMALL)
     assert code == 2 and "already holds this run; pass --resume" in err
     code, _, err = run_cli(capsys, "train", "--out", str(out), "--seeds", "3", *SMALL)
-    assert code == 2 and "already holds a different run (differs in: seeds)" in err
+    assert code == 2 and "already holds a different run (differs in: seeds: [0, 1] (recorded) vs [0, 1, 2] (given))" in err
 
     code, stdout, _ = run_cli(capsys, "eval", str(out), "--episodes", "5")
     assert code == 0 and "greedy return over 5 episodes x 2 members" in stdout
@@ -180,7 +180,7 @@ def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(c
     assert len(part["sessions"]) == 2 and part["mixed_sources"] is False
     code, _, err = run_cli(capsys, "compare", "--objectives", "ppo,dpo", "--seeds", "3", *SMALL, "--runs-dir", "runs",
                            "--resume")
-    assert code == 2 and "holds a different run (differs in: seeds)" in err
+    assert code == 2 and "holds a different run (differs in: seeds: [0, 1] (recorded) vs [0, 1, 2] (given))" in err
     code, _, err = run_cli(capsys, "compare", "--objectives", "ppo,lpo", "--seeds", "2", *SMALL)
     assert code == 2 and "objective 'lpo' needs its meta-parameters" in err
 

@@ -38,7 +38,7 @@ def test_flags_replace_single_fields_and_keep_the_rest(capsys, tmp_path, origina
     before, after = (json.loads((r / "config.json").read_text()) for r in (original, rerun))
     assert after["seeds"] == [3]  # the recorded first seed, one of them
     assert after["hyperparams"]["gamma"] == 0.9 and after["hyperparams"]["lr"] == 2e-3
-    assert after["grid"] == {}  # a single --lr replaces the recorded lr sweep
+    assert after["grid"] == []  # a single --lr replaces the recorded lr sweep
     assert after["config"]["anneal_lr"] is False
     changed = {k for k in before["config"] if before["config"][k] != after["config"][k]}
     assert changed == {"anneal_lr"}

@@ -98,9 +98,10 @@ def test_a_run_without_overwrite_or_resume_is_left_alone(tmp_path):
     run = fake_run(tmp_path / "run", {"command": "train", "seeds": [0]})
     with pytest.raises(ConfigError, match="already holds this run; pass --resume"):
         rundir.prepare(run, {"command": "train", "seeds": [0]}, resume=False, overwrite=False)
-    with pytest.raises(ConfigError, match=r"already holds a different run \(differs in: seeds\)"):
+    with pytest.raises(ConfigError, match=r"already holds a different run \(differs in: seeds: \[0\] \(recorded\) "
+                                          r"vs \[1\] \(given\)\)"):
         rundir.prepare(run, {"command": "train", "seeds": [1]}, resume=False, overwrite=False)
-    with pytest.raises(ConfigError, match=r"--resume: .* holds a different run \(differs in: seeds\)"):
+    with pytest.raises(ConfigError, match=r"--resume: .* holds a different run \(differs in: seeds: "):
         rundir.prepare(run, {"command": "train", "seeds": [1]}, resume=True, overwrite=False)
     assert rundir.prepare(run, {"command": "train", "seeds": [0]}, resume=True, overwrite=False) is True
 

@@ -45,7 +45,7 @@ class Policy:
 def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
     """(spec, members, train fn, restored runner state of every member) of a run directory."""
     from purerl.checkpoint import Checkpointer
-    from purerl.experiment import TrainSpec
+    from purerl.rerun import spec_from_record
 
     run_dir = Path(run_dir)
     if not (run_dir / results.CONFIG).exists():
@@ -53,7 +53,7 @@ def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
     config = rundir.read_config(run_dir)
     if config.get("command") != "train":
         raise ConfigError(f"{run_dir} is a purerl {config.get('command', 'unknown')} run; this needs a run of purerl train")
-    spec = TrainSpec.from_json(config)
+    spec = spec_from_record(config, run_dir)  # members in the order they were trained in
     members = spec.validate()
     train = spec.build()
     checkpointer = Checkpointer(run_dir / results.CHECKPOINT)

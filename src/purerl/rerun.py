@@ -13,6 +13,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from purerl import rundir
 from purerl.config import ConfigError, HyperParams, PPOConfig
 
 MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
@@ -28,29 +29,49 @@ def given_flags(argv: list[str]) -> set[str]:
     return names
 
 
-def load_spec(path: Path):
+def load_spec(path: Path, flag: str = "--config"):
     """The `TrainSpec` recorded in `path`, or a one-line `ConfigError` saying what is wrong with the file."""
-    from purerl.experiment import TrainSpec
-
     path = Path(path)
     if path.is_dir():
         path = path / "config.json"
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ConfigError(f"--config: {path} does not exist") from None
+        raise ConfigError(f"{flag}: {path} does not exist") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"--config: cannot read {path} as JSON ({error})") from None
+        raise ConfigError(f"{flag}: cannot read {path} as JSON ({error})") from None
     if not isinstance(data, dict) or data.get("command") != "train":
         kind = data.get("command") if isinstance(data, dict) else None
-        raise ConfigError(f"--config: {path} records {'a ' + repr(kind) + ' run' if kind else 'no purerl run'}, "
+        raise ConfigError(f"{flag}: {path} records {'a ' + repr(kind) + ' run' if kind else 'no purerl run'}, "
                           "not a training run (purerl train writes RUN/config.json)")
     try:
-        spec = TrainSpec.from_json(data)
+        spec = spec_from_record(data, path.parent)
         _check_types(spec)
-    except (KeyError, TypeError, ValueError) as error:
-        raise ConfigError(f"--config: {path} is not a valid training record ({type(error).__name__}: {error})") from None
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise ConfigError(f"{flag}: {path} is not a valid training record ({type(error).__name__}: {error})") from None
     return spec
+
+
+def spec_from_record(data: dict, run_dir: Path):
+    """The `TrainSpec` of a run's config.json, its grid in the order the run's members were trained in."""
+    from purerl.experiment import TrainSpec
+
+    return TrainSpec.from_json({**data, "grid": dict(rundir.grid_pairs(data, run_dir))})
+
+
+def in_recorded_order(spec, run_dir: Path):
+    """`spec` with its grid in the member order of the run in RUN_DIR when it sweeps the same values, so that a
+    resumed member keeps its settings whichever order the flags or the record list them in."""
+    if not (Path(run_dir) / "config.json").is_file():
+        return spec
+    recorded = rundir.read_config(run_dir)
+    try:
+        order = dict(rundir.grid_pairs(recorded, run_dir)) if recorded.get("command") == "train" else None
+    except (OSError, AttributeError, TypeError, ValueError):  # a damaged record: `rundir.prepare` says so
+        return spec
+    if order != {name: [float(x) for x in values] for name, values in spec.grid.items()}:
+        return spec  # a different grid: `rundir.prepare` names the difference
+    return dataclasses.replace(spec, grid={name: spec.grid[name] for name in order})
 
 
 def _check_types(spec) -> None:
@@ -86,14 +107,15 @@ def apply_flags(spec, args: argparse.Namespace, given: set[str]):
         raise ConfigError(f"--{foreign[0].replace('_', '-')} is not a setting of the recorded {spec.algo} run")
     config = spec.config.replace(**{name: getattr(args, name) for name in given & config_fields})
     hyperparams, grid = spec.hyperparams, dict(spec.grid)
-    for name in given & hyperparam_fields:
+    for name in [field for field in type(spec.hyperparams)._fields if field in given]:  # a fixed order
         values = getattr(args, name)
         if not values:
             raise ConfigError(f"--{name.replace('_', '-')} needs a value")
         hyperparams = hyperparams._replace(**{name: values[0]})
-        grid.pop(name, None)
         if len(values) > 1:
-            grid[name] = values
+            grid[name] = values  # a recorded sweep keeps its place in the member order; a new one comes last
+        else:
+            grid.pop(name, None)
     seeds = spec.seeds
     if given & {"seed", "seeds"}:
         first = args.seed if "seed" in given else spec.seeds[0]

@@ -86,8 +86,71 @@ def _protected(out: Path) -> bool:
     return resolved in {Path.cwd().resolve(), Path.home().resolve(), Path(resolved.anchor)}
 
 
+def grid_pairs(config: dict, out: Path | None = None) -> list[list]:
+    """A training record's grid as [name, values] pairs in member order: the members are the product of the
+    values in this order, each with every seed. config.json keeps this list, which `sort_keys` leaves alone.
+    Older records kept a dict, which it sorted: their order is the one in the member labels of OUT's
+    summary.json (what trained), or, before a run finished, the dict's order (what `--config` resumed)."""
+    grid = config.get("grid") or {}
+    if isinstance(grid, list):
+        return [[name, list(values)] for name, values in grid]
+    names = list(grid)
+    summary = Path(out) / "summary.json" if out is not None else None
+    if summary is not None and summary.is_file():
+        labels = list(json.loads(summary.read_text()).get("final_return_by_member") or [""])
+        swept = [part.partition("=")[0] for part in labels[0].split(",")[:-1]]
+        if sorted(swept) == sorted(name for name in names if len(grid[name]) > 1):
+            names = swept + [name for name in names if name not in swept]
+    return [[name, list(grid[name])] for name in names]
+
+
+def _comparable(config: dict, out: Path | None = None) -> dict:
+    """`config` as config.json records it: a training run's grid as ordered pairs."""
+    if config.get("command") != "train" or "grid" not in config:
+        return config
+    try:
+        return {**config, "grid": grid_pairs(config, out)}
+    except (OSError, AttributeError, TypeError, ValueError):  # a damaged record: compared, and shown, as it is
+        return config
+
+
+def _leaves(config: dict, prefix: str = "") -> dict:
+    leaves = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            leaves.update(_leaves(value, f"{prefix}{key}."))
+        else:
+            leaves[f"{prefix}{key}"] = value
+    return leaves
+
+
+_ABSENT = object()
+
+
+def _show(name: str, value) -> str:
+    if value is _ABSENT:
+        return "absent"
+    if name == "grid" and isinstance(value, list):
+        return " ".join(f"{k}={','.join(json.dumps(x) for x in v)}" for k, v in value) or "none"
+    if (isinstance(value, list) and len(value) > 3 and all(type(x) is int for x in value)
+            and value == list(range(value[0], value[0] + len(value)))):
+        return f"[{value[0]}..{value[-1]}]"
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _differences(previous: dict, config: dict) -> str:
-    return ", ".join(sorted(k for k in set(previous) | set(config) if previous.get(k) != config.get(k)))
+    """Each differing field, by its own name (its path where the name alone is ambiguous), with both values."""
+    old, new = _leaves(previous), _leaves(config)
+    paths = sorted(k for k in old.keys() | new.keys() if old.get(k, _ABSENT) != new.get(k, _ABSENT))
+    short = [path.rpartition(".")[2] for path in old.keys() | new.keys()]
+    parts = []
+    for path in paths:
+        name = path.rpartition(".")[2]
+        name = name if short.count(name) == 1 else path
+        parts.append(f"{name}: {_show(name, old.get(path, _ABSENT))} (recorded) vs "
+                     f"{_show(name, new.get(path, _ABSENT))} (given)")
+    return "; ".join(parts)
 
 
 def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) -> bool:
@@ -97,10 +160,13 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
         raise ConfigError("--resume and --overwrite exclude each other")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output path {out} exists and is not a directory")
+    from purerl.checkpoint import check_path  # here, not at the top: it imports orbax
+
+    check_path(out)
     if resume:
         if not (out / CONFIG).is_file():
             raise ConfigError(f"--resume: {out} holds no purerl run to continue")
-        previous = read_config(out)
+        previous, config = _comparable(read_config(out), out), _comparable(config)
         if previous != config:
             raise ConfigError(f"--resume: {out} holds a different run (differs in: {_differences(previous, config)})")
         check_writable(out)
@@ -109,7 +175,7 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
         if not holds_run(out):
             raise ConfigError(f"output directory {out} is not empty and is not a purerl run; choose a new or empty --out")
         if not overwrite:
-            previous = read_config(out)
+            previous, config = _comparable(read_config(out), out), _comparable(config)
             if previous == config:
                 raise ConfigError(f"{out} already holds this run; pass --resume to continue it, or --overwrite to replace it")
             raise ConfigError(f"{out} already holds a different run (differs in: {_differences(previous, config)}); "
@@ -152,4 +218,4 @@ def start(out: Path, config: dict[str, Any], resumed: bool) -> None:
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / MARKER, json.dumps({"purerl_run": True}) + "\n")
-    write_atomic(out / CONFIG, json.dumps(config, indent=2, sort_keys=True))
+    write_atomic(out / CONFIG, json.dumps(_comparable(config), indent=2, sort_keys=True))

@@ -20,7 +20,8 @@ def add_train(sub) -> None:
     train.add_argument("--network", default="mlp", choices=["mlp", "gru"], help="gru: a recurrent agent (ppo)")
     train.add_argument("--objective", default="ppo", help="policy objective: ppo, dpo, or lpo:PATH")
     train.add_argument("--out", type=Path, help="run directory (default runs/ENV-TIMESTAMP)")
-    train.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    train.add_argument("--resume", action="store_true",
+                       help="continue the run in --out from its checkpoint (alone: with the settings it recorded)")
     train.add_argument("--overwrite", action="store_true", help="replace whatever run is in --out")
     train.add_argument("--checkpoint-every", type=positive(finite_float), default=60.0, metavar="SECONDS",
                        help="checkpoint at most this often (and always at the end, and on SIGINT/SIGTERM)")
@@ -113,20 +114,27 @@ def members_in_flags(args: argparse.Namespace) -> int:
     return count
 
 
+# Flags that say how this session runs, not what it trains: `--resume` with no others continues the run as recorded.
+SESSION_FLAGS = {"out", "resume", "no_progress", "checkpoint_every", "log", "coordinator", "num_processes",
+                 "process_id"}
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     join_processes(args)
-    from purerl import experiment, host_devices
+    from purerl import experiment, host_devices, rerun
 
+    if args.resume and args.out is None:
+        raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
     if args.config is not None:
-        from purerl import rerun
-
         spec = rerun.apply_flags(rerun.load_spec(args.config), args, rerun.given_flags(args.argv))
+    elif args.resume and (args.out / "config.json").is_file() and not rerun.given_flags(args.argv) - SESSION_FLAGS:
+        spec = rerun.load_spec(args.out, "--resume")  # `train --out RUN --resume`: the run as recorded
     else:
         host_devices.one_core_for_one_member(members_in_flags(args))  # before train_spec starts a backend
         spec = train_spec(args)
+    if args.resume:
+        spec = rerun.in_recorded_order(spec, args.out)
     spec.validate()
-    if args.resume and args.out is None:
-        raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
     out = args.out or default_out(spec.config.env)
     summary = experiment.run(
         spec, out, resume=args.resume, overwrite=args.overwrite,
