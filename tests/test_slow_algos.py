@@ -3,7 +3,7 @@
 
 Budgets (env steps per seed x seeds): DQN CartPole 5e5 x 4; PQN CartPole 5e5 x 4; PPO-GRU and PPO-MLP
 MemoryChain 2e5 x 4 each; PPO-GRU and PPO-MLP CartPole-NoVel 1e6 x 4 each; Breakout-MinAtar PQN and PPO
-2e6 x 4 each (a CPU budget; the presets say 1e7).
+2e6 x 4 each (a CPU budget; the presets say 1e7); SAC and TD3 Pendulum 2e4 x 4 each.
 """
 
 import jax
@@ -79,3 +79,11 @@ def test_pqn_breakout_minatar_against_ppo_at_the_same_budget(tmp_path):
     ppo = final(run(tmp_path / "ppo", "--algo", "ppo", *flags))
     print("Breakout-MinAtar final returns at 2e6 steps, PQN:", pqn, "PPO:", ppo)
     assert pqn.mean() >= ppo.min(), (pqn, ppo)
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_off_policy_pendulum_4_seeds_greedy_return_at_least_minus_200_within_20k_steps(algo, tmp_path):
+    run(tmp_path, "--algo", algo, "--env", "Pendulum-v1", "--seeds", "4", "--total-timesteps", "20000")
+    returns = greedy_returns(tmp_path / "run")
+    print(f"{algo} Pendulum-v1 greedy returns:", returns)
+    assert returns.mean() >= -200, returns

@@ -89,7 +89,10 @@ class TrainSpec:
         if self.value_loss not in VALUE_LOSSES or self.value_loss == "learned":
             usable = [name for name in VALUE_LOSSES if name != "learned"]  # "learned" is evolved, see studies
             raise ConfigError(f"unknown value loss '{self.value_loss}'; choose from {', '.join(usable)}")
-        return make_members(self.seeds, self.hyperparams, self.grid)
+        members = make_members(self.seeds, self.hyperparams, self.grid)
+        if algorithm.check_memory is not None:
+            algorithm.check_memory(self.config, envs.make(self.config.env), len(members))
+        return members
 
     def meta_params(self):
         """The objective's meta-parameters (loaded from `lpo:PATH`), or None."""

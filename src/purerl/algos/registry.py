@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from purerl.algos import dqn, pqn
+from purerl.algos import dqn, offpolicy, pqn, sac, td3
 from purerl.algos.objectives import clipped_l2, ppo_clip
 from purerl.config import PRESETS as PPO_PRESETS
 from purerl.config import ConfigError, HyperParams, PPOConfig, Preset, default_preset
@@ -30,15 +30,20 @@ class Algorithm:
     default_preset: Callable[[str, bool], str]
     networks: tuple[str, ...]  # the values of --network it accepts
     losses: tuple[str, ...]  # loss metrics: not finite means the run diverged
+    check_memory: Callable | None = None  # (config, env, members): one line before any compile if it cannot fit
 
 
 ALGORITHMS = {
     "ppo": Algorithm("ppo", "PPO", PPOConfig, HyperParams, PPO_PRESETS, default_preset, NETWORKS,
                      ("policy_loss", "value_loss")),
     "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",),
-                     ("td_loss",)),
+                     ("td_loss",), offpolicy.check_buffer_fits),
     "pqn": Algorithm("pqn", "PQN", pqn.PQNConfig, pqn.PQNHyperParams, pqn.PRESETS, pqn.default_preset, ("mlp",),
                      ("td_loss",)),
+    "sac": Algorithm("sac", "SAC", sac.SACConfig, sac.SACHyperParams, sac.PRESETS, offpolicy.default_preset,
+                     ("mlp",), ("critic_loss", "actor_loss"), offpolicy.check_buffer_fits),
+    "td3": Algorithm("td3", "TD3", td3.TD3Config, td3.TD3HyperParams, td3.PRESETS, offpolicy.default_preset,
+                     ("mlp",), ("critic_loss", "actor_loss"), offpolicy.check_buffer_fits),
 }
 
 
@@ -73,4 +78,4 @@ def build(algo: str, config, network: str = "mlp", objective=ppo_clip, value_los
         env = envs.make(config.env)
         memory = GRUActorCritic(env.action_space, config.hidden_sizes[0]) if network == "gru" else None
         return PPO(config, env=env, objective=objective, value_loss=value_loss, network=memory)
-    return {"dqn": dqn.DQN, "pqn": pqn.PQN}[algo](config)
+    return {"dqn": dqn.DQN, "pqn": pqn.PQN, "sac": sac.SAC, "td3": td3.TD3}[algo](config)

@@ -1,0 +1,105 @@
+"""SAC and TD3 through the shared layers: targets that bootstrap on truncation and not on termination, many
+seeds and a grid in one program, chunked checkpoints that resume bit-for-bit, eval, and the CLI."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from purerl import experiment
+from purerl.algos import offpolicy
+from purerl.algos.sac import SAC, SACConfig, SACHyperParams
+from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams
+from purerl.cli import main
+
+# Pendulum-v1's episodes last 200 steps: 6 updates of 2 envs x 100 steps end some in most updates.
+SMALL = dict(num_envs=2, num_steps=100, total_timesteps=2 * 100 * 6, buffer_size=512, buffer_batch_size=16,
+             learning_starts=200, hidden_sizes=(16,))
+TINY = {"sac": (SACConfig(**SMALL), SACHyperParams()), "td3": (TD3Config(**SMALL), TD3HyperParams())}
+FLAGS = ["--num-envs", "2", "--num-steps", "100", "--total-timesteps", "1200", "--buffer-size", "512",
+         "--buffer-batch-size", "16", "--learning-starts", "200", "--hidden-sizes", "16", "--no-progress"]
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_resume_after_interruption_equals_uninterrupted_run_over_three_seeds(algo, tmp_path):
+    config, hp = TINY[algo]
+    spec = experiment.TrainSpec(config=config, hyperparams=hp, seeds=[0, 1, 2], algo=algo)
+    full = experiment.run(spec, tmp_path / "full", progress=False, chunk_updates=2)
+    assert experiment.run(spec, tmp_path / "cut", progress=False, chunk_updates=2, stop_after_chunks=1) is None
+    resumed = experiment.run(spec, tmp_path / "cut", resume=True, progress=False, chunk_updates=2)
+    assert resumed["resumed_from_update"] == 2
+    assert resumed["final_return_by_member"] == full["final_return_by_member"]
+    assert (tmp_path / "cut" / "metrics.csv").read_text() == (tmp_path / "full" / "metrics.csv").read_text()
+    assert len(set(full["final_return_by_member"].values())) == 3
+    assert full["diverged"] == []
+    saved = json.loads((tmp_path / "full" / "config.json").read_text())
+    assert saved["algo"] == algo and experiment.TrainSpec.from_json(saved) == spec
+    header = (tmp_path / "full" / "metrics.csv").read_text().splitlines()[0]
+    assert "critic_loss" in header and "actor_loss" in header
+
+
+@pytest.mark.parametrize("cls, config", [(SAC, TINY["sac"][0]), (TD3, TINY["td3"][0])])
+def test_a_truncation_bootstraps_and_a_termination_does_not(cls, config):
+    train = cls(config)
+    hp = train.hyperparams().as_arrays()
+    state = train.init(jax.random.PRNGKey(0), hp)
+    obs = jnp.ones((4, 3))
+    batch = offpolicy.Transition(obs, jnp.zeros((4, 1)), jnp.ones(4), obs, jnp.zeros(4, bool))
+    far = batch._replace(next_obs=obs * 5.0)
+    loss = lambda b: train.critic_loss(state.params["critic"], state, b, jax.random.PRNGKey(1), hp)[0]  # noqa: E731
+    assert loss(batch) != loss(far)  # not terminated (a truncation): the target reads the final observation
+    ended, ended_far = batch._replace(terminated=jnp.ones(4, bool)), far._replace(terminated=jnp.ones(4, bool))
+    assert loss(ended) == loss(ended_far)  # terminated: no bootstrap, the next observation does not matter
+
+
+def test_pendulum_truncation_is_stored_as_not_terminal_with_its_final_observation():
+    config = SACConfig(num_envs=1, num_steps=200, total_timesteps=200, buffer_size=256, buffer_batch_size=16,
+                       learning_starts=1_000, hidden_sizes=(8,))
+    train = SAC(config)
+    hp = train.hyperparams().as_arrays()
+    state = jax.jit(lambda k: train.run(train.init(k, hp), hp, None, 0, 1))(jax.random.PRNGKey(0))
+    data = state.buffer.data
+    assert not bool(data.terminated[:200].any())  # Pendulum-v1 only truncates, at 200 steps
+    np.testing.assert_array_equal(data.obs[1:200], data.next_obs[:199])  # within the episode, s' is the next s
+    assert not np.allclose(data.next_obs[199], state.obs[0])  # the last transition keeps the final obs, not the reset
+    assert float(state.metrics["episodes"][0]) == 1.0
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_a_grid_and_seeds_train_in_one_program_and_eval(algo, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["train", "--algo", algo, "--env", "Pendulum-v1", "--lr", "3e-4,1e-3", "--tau", "0.005,0.01",
+                 "--seeds", "2", *FLAGS, "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["members"] == 8 and len(summary["final_return_by_setting"]) == 4
+    assert main(["eval", str(out), "--episodes", "2"]) == 0
+    assert "Pendulum-v1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--algo", "sac", "--env", "CartPole-v1"], "SAC and TD3 need continuous actions; CartPole-v1 has discrete ones"),
+    (["--algo", "td3", "--env", "Pendulum-v1", "--clip-eps", "0.1"], "--clip-eps does not apply to --algo td3"),
+    (["--algo", "sac", "--env", "Pendulum-v1", "--exploration-noise", "0.1"],
+     "--exploration-noise does not apply to --algo sac"),
+    (["--algo", "td3", "--env", "Pendulum-v1", "--policy-noise", "-1"], "policy_noise must be >= 0"),
+    (["--algo", "sac", "--env", "Pendulum-v1", "--gradient-steps", "0"], "gradient-steps must be a positive integer"),
+    (["--algo", "sac", "--env", "Pendulum-v1", "--network", "gru"], "--network gru is not available for --algo sac"),
+    (["--algo", "td3", "--env", "Pendulum-v1", "--buffer-size", "16000000", "--seeds", "4096"],
+     "replay buffers of 16,000,000 transitions need"),
+])
+def test_bad_off_policy_flags_are_one_line_and_exit_2(argv, message, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", *argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not out.exists()
+
+
+def test_the_buffer_memory_check_counts_members():
+    train = TD3(TINY["td3"][0])
+    offpolicy.check_buffer_fits(train.config, train.env, members=1, available=2**30)
+    with pytest.raises(offpolicy.ConfigError, match="10 replay buffers of 512 transitions need"):
+        offpolicy.check_buffer_fits(train.config, train.env, members=10, available=1000)
