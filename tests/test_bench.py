@@ -163,3 +163,38 @@ def test_unrolled_threefry_gives_the_same_bits_as_jax_cpu_default():
     unrolled = jax.jit(lambda s: draws(s))(7)
     assert "while" in rolled_text and "while" not in unrolled_text  # really two lowerings
     assert all((a == b).all() for a, b in zip(jax.tree.leaves(rolled), jax.tree.leaves(unrolled)))
+
+
+def test_offpolicy_peers_spell_purerls_continuous_presets():
+    from purerl.bench import worker
+    from purerl.bench.peers import PEERS
+
+    rejax, sbx = _peer_script("rejax_offpolicy"), _peer_script("sbx_sac")
+    for task in ("sac", "td3"):
+        config, hp = worker.task_config(task)
+        assert config.env == rejax.ENV == sbx.ENV == "Pendulum-v1"
+        assert harness.TASK_STEPS[task] == config.total_timesteps and task in harness.PRESETS["cpu"]
+        settings = rejax.SAC if task == "sac" else rejax.TD3
+        assert (settings["num_envs"], settings["buffer_size"], settings["fill_buffer"], settings["batch_size"],
+                settings["hidden"], settings["activation"], settings["gamma"], settings["learning_rate"]) == (
+            config.num_envs, config.buffer_size, config.learning_starts, config.buffer_batch_size,
+            config.hidden_sizes, config.activation, hp.gamma, hp.lr)
+        assert settings["num_epochs"] == config.gradient_steps == 1 and settings["target_update_freq"] == 1
+        assert abs((1.0 - settings["polyak"]) - hp.tau) < 1e-12
+    sac_config, sac_hp = worker.task_config("sac")
+    assert rejax.SAC["critic_learning_rate"] == sbx.SAC["qf_learning_rate"] == sac_hp.q_lr and sac_config.autotune
+    assert (sbx.SAC["buffer_size"], sbx.SAC["learning_starts"], sbx.SAC["batch_size"], sbx.SAC["hidden"],
+            sbx.SAC["learning_rate"], sbx.SAC["tau"], sbx.SAC["gamma"]) == (
+        sac_config.buffer_size, sac_config.learning_starts, sac_config.buffer_batch_size, sac_config.hidden_sizes,
+        sac_hp.lr, sac_hp.tau, sac_hp.gamma)
+    assert sbx.STEPS_PER_UPDATE == sac_config.batch_size
+    td3_config, td3_hp = worker.task_config("td3")
+    assert (rejax.TD3["policy_delay"], rejax.TD3["exploration_noise"], rejax.TD3["target_noise"],
+            rejax.TD3["target_noise_clip"]) == (td3_config.policy_frequency, td3_hp.exploration_noise,
+                                                td3_hp.policy_noise, td3_hp.noise_clip)
+    assert td3_hp.lr == td3_hp.q_lr == rejax.TD3["learning_rate"]
+    peer = PEERS["rejax"]
+    assert peer.script_path("sac").name == peer.script_path("td3").name == "rejax_offpolicy.py"
+    assert peer.mismatches_for("sac") != peer.mismatches_for("td3") != peer.mismatches
+    assert PEERS["sbx"].tasks == ("sac",) and PEERS["sbx"].sequential_seeds and PEERS["sb3"].sequential_seeds
+    assert not peer.sequential_seeds

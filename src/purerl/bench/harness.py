@@ -26,13 +26,15 @@ from purerl.bench import peers as peer_runner
 from purerl.compile_cache import cache_root
 
 PRESETS = {
-    "cpu": {"cartpole": [1, 8, 64], "minatar": [1, 8], "dqn": [1, 8, 64], "pqn": [1, 8, 64]},
+    "cpu": {"cartpole": [1, 8, 64], "minatar": [1, 8], "dqn": [1, 8, 64], "pqn": [1, 8, 64], "sac": [1, 8],
+            "td3": [1, 8]},
     "gpu": {"cartpole": [1, 32, 256, 2048], "minatar": [1, 16, 256], "dqn": [1, 32, 256, 2048],
-            "pqn": [1, 32, 256, 2048]},
+            "pqn": [1, 32, 256, 2048], "sac": [1, 32, 256], "td3": [1, 32, 256]},
 }
-TASK_STEPS = {"cartpole": 500_000, "minatar": 1_048_576, "dqn": 500_000, "pqn": 500_000}  # the worker's defaults
+TASK_STEPS = {"cartpole": 500_000, "minatar": 1_048_576, "dqn": 500_000, "pqn": 500_000, "sac": 20_000,
+              "td3": 20_000}  # the worker's defaults
 PUREJAXRL_SKIPPED = "skipped: no checkout of luchris429/purejaxrl given (purerl bench --purejaxrl PATH)"
-SB3_MEASURED_SEEDS = 1  # SB3 trains seeds one after another; more seeds are extrapolated linearly
+SB3_MEASURED_SEEDS = 1  # SB3 and sbx train seeds one after another; more seeds are extrapolated linearly
 
 
 def run_worker(task: str, seeds: int, repeats: int, cache_dir: Path | None, floor: bool = False,
@@ -142,10 +144,10 @@ def run_peer(name: str, task: str, seeds: int, total_timesteps: int, repeats: in
         if purejaxrl is None:
             return {"peer": name, "seeds": seeds, "error": PUREJAXRL_SKIPPED}
         args = ["--checkout", str(purejaxrl), "--task", task, "--repeats", str(repeats)]
+    measured = SB3_MEASURED_SEEDS if peer_runner.PEERS[name].sequential_seeds else None
     try:
         return peer_runner.run_peer(name, seeds, total_timesteps, cache_dir=cache_root(), peer_args=args,
-                                    max_measured_seeds=SB3_MEASURED_SEEDS if name == "sb3" else None,
-                                    python=python, task=task)
+                                    max_measured_seeds=measured, python=python, task=task)
     except peer_runner.PeerError as error:  # install failures and the like: reported, never skipped
         return {"peer": name, "seeds": seeds, "error": str(error)}
 

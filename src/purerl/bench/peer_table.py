@@ -28,6 +28,9 @@ class Peer:
     # Tasks run by another script, which is given `--task TASK`, and what differs there from purerl.
     task_scripts: dict[str, str] = field(default_factory=dict)
     task_mismatches: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Seeds trained one after another in one process (SB3, sbx): the harness measures a few and the script
+    # extrapolates the wall time to the rest (`--max-measured-seeds`).
+    sequential_seeds: bool = False
 
     def script_path(self, task: str = "cartpole") -> Path:
         return SCRIPTS_DIR / self.task_scripts.get(task, self.script)
@@ -49,6 +52,7 @@ PEERS: dict[str, Peer] = {
             ("stable-baselines3==2.9.2", "gymnasium==1.4.0", "numpy==2.4.6"),
         ),
         script="sb3_ppo.py",
+        sequential_seeds=True,
         env="gymnasium CartPole-v1 (make_vec_env: DummyVecEnv of 4, Monitor)",
         mapping={
             "num_envs=4": "make_vec_env('CartPole-v1', n_envs=4, seed=seed)",
@@ -80,7 +84,8 @@ PEERS: dict[str, Peer] = {
     ),
     "rejax": Peer(
         name="rejax",
-        description="rejax PPO, DQN or PQN (JAX) on gymnax CartPole-v1; N seeds vmapped in one compiled program",
+        description="rejax PPO, DQN or PQN on gymnax CartPole-v1, SAC or TD3 on gymnax Pendulum-v1 (JAX); N seeds "
+                    "vmapped in one compiled program",
         requirements=(
             (
                 "rejax==0.1.3",
@@ -98,7 +103,7 @@ PEERS: dict[str, Peer] = {
             ),
         ),
         script="rejax_ppo.py",
-        env="gymnax 0.0.9 CartPole-v1 (gymnax.make via rejax)",
+        env="gymnax 0.0.9 CartPole-v1 or Pendulum-v1 (gymnax.make via rejax)",
         mapping={
             "num_envs=4": "num_envs=4",
             "num_steps=128": "num_steps=128",
@@ -132,8 +137,9 @@ PEERS: dict[str, Peer] = {
             "final_return comes from 128 evaluation episodes of the trained stochastic policy, run after "
             "training and outside run_s; SB3 and purerl report training episodes of the last 10 updates.",
         ),
-        tasks=("cartpole", "dqn", "pqn"),
-        task_scripts={"dqn": "rejax_value.py", "pqn": "rejax_value.py"},
+        tasks=("cartpole", "dqn", "pqn", "sac", "td3"),
+        task_scripts={"dqn": "rejax_value.py", "pqn": "rejax_value.py", "sac": "rejax_offpolicy.py",
+                      "td3": "rejax_offpolicy.py"},
         task_mismatches={
             "dqn": (
                 "Settings: purerl's classic DQN preset in rejax's names (10 envs, buffer 1e4 filled for 1e4 steps, "
@@ -159,7 +165,103 @@ PEERS: dict[str, Peer] = {
                 "final_return: as for DQN (epsilon 0.005 evaluation after training; purerl: training episodes "
                 "of the last 10 updates at epsilon 0.2).",
             ),
+            "sac": (
+                "Settings: purerl's continuous SAC preset in rejax's names (1 env, buffer 1e5, fill_buffer 5e3, "
+                "batch 256, num_epochs 1 = one gradient step per env step, gamma 0.99, polyak 0.995 = tau 0.005 "
+                "every step, 256-256 relu via hidden_layer_sizes and agent_kwargs, autotuned temperature from "
+                "log alpha 0 towards entropy -|A|, no observation or reward normalisation, no gradient clipping "
+                "(rejax's default max_grad_norm is inf)).",
+                "Learning rates: rejax builds one optimiser for actor, critic and temperature; a subclass's "
+                "initialize_network_params gives the critic its own Adam at 1e-3 (actor and temperature 3e-4, as "
+                "purerl); the only change to rejax.",
+                "Policy delay: rejax has none for SAC; every gradient step is one actor step, one critic step and "
+                "one temperature step, in that order. purerl (CleanRL) takes the critic step first and, every 2nd "
+                "gradient step, 2 actor and temperature steps: the same number of actor steps, in another order.",
+                "Temperature loss: rejax's is CleanRL's, -alpha (log pi + target entropy); purerl's is the "
+                "paper's, -log(alpha) (log pi + target entropy): the same fixed point, another step size.",
+                "Critic loss: rejax's optax.l2_loss is half the squared error that purerl minimises (Adam makes "
+                "this nearly irrelevant).",
+                "Actor: log std clipped to [-10, 2] (rejax) vs squashed by tanh into [-5, 2] (purerl, CleanRL); "
+                "mean and log std from two Dense heads (rejax) vs one Dense of 2|A| outputs split in two "
+                "(purerl): the same parameters and initialisation. Both use flax's default lecun_normal kernels "
+                "and zero biases, and the tanh Jacobian without the action scale.",
+                "Before learning starts rejax acts with its untrained policy; purerl (CleanRL) acts uniformly at "
+                "random for the first 5e3 steps.",
+                "Replay sampling: rejax draws a batch without replacement with jax.random.choice(p=...) over the "
+                "whole buffer's 1e5 slots, which costs O(buffer size) per gradient step; purerl draws with "
+                "replacement from the stored transitions (O(batch)).",
+                "Time limits: gymnax 0.0.9's Pendulum-v1 ends an episode at 200 steps as a terminal state and "
+                "rejax stores done=1 with the next episode's first observation, so it never bootstraps there; "
+                "gymnax 1.0.1 (purerl) calls it a truncation and purerl bootstraps from the final observation. "
+                "Pendulum's dynamics and rewards are the same code in both gymnax versions.",
+                "final_return: 128 evaluation episodes of the stochastic policy after training (outside run_s); "
+                "purerl reports the training episodes of its last 10 updates (2,000 steps).",
+            ),
+            "td3": (
+                "Settings: purerl's continuous TD3 preset in rejax's names (1 env, buffer 1e5, fill_buffer 5e3 of "
+                "uniform actions, batch 256, num_epochs 1 = one critic step per env step, policy_delay 2, "
+                "learning_rate 3e-4 for both, gamma 0.99, polyak 0.995 = tau 0.005, no gradient clipping). Noise "
+                "is in the env's units in rejax, so purerl's [-1, 1]-space scales are multiplied by Pendulum's "
+                "half-width 2: exploration_noise 0.2, target_noise 0.4, target_noise_clip 1.0.",
+                "Network: rejax hard-codes 64-64 swish layers for TD3; a subclass's create_agent builds rejax's "
+                "own DeterministicPolicy and QNetwork with purerl's 256-256 relu (the only change to rejax). "
+                "Initialisation stays flax's lecun_normal, as purerl's.",
+                "Actor loss: rejax maximises the mean of both critics' Q; purerl (and the authors' TD3, CleanRL) "
+                "the first critic's.",
+                "Policy delay: rejax takes 2 critic steps (2 env steps), then the actor step on the second's batch "
+                "and the Polyak update of both targets; purerl takes the actor and target step right after "
+                "critic steps 0, 2, 4, ... on that step's batch: the same rate, one step out of phase.",
+                "Critic loss: rejax's optax.l2_loss is half the squared error that purerl minimises.",
+                "Replay sampling: as for SAC, rejax samples without replacement over the whole 1e5-slot buffer "
+                "(O(buffer size) per gradient step); purerl samples with replacement (O(batch)).",
+                "Time limits: as for SAC, rejax treats Pendulum's 200-step limit as terminal (no bootstrap); "
+                "purerl bootstraps the truncation from the final observation.",
+                "final_return: 128 evaluation episodes of the deterministic policy (no exploration noise) after "
+                "training; purerl reports the training episodes (with exploration noise) of its last 10 updates.",
+            ),
         },
+    ),
+    "sbx": Peer(
+        name="sbx",
+        description="sbx (Stable-Baselines-Jax) SAC on gymnasium Pendulum-v1: SB3's Python loop and numpy replay "
+                    "buffer, one jitted JAX gradient step per env step; seeds run one after another",
+        requirements=(
+            ("torch==2.13.0",),  # SB3's dependency, alone first so that the CPU wheel satisfies it (as the sb3 peer)
+            (
+                "sbx-rl==0.28.0",
+                "stable-baselines3==2.9.2",
+                "gymnasium==1.4.0",
+                # purerl's JAX stack, so the XLA CPU backend is the same
+                "jax==0.10.2",
+                "jaxlib==0.10.2",
+                "flax==0.12.8",
+                "optax==0.2.8",
+                "tfp-nightly==0.26.0.dev20261027",  # sbx's unpinned dependency
+                "numpy==2.4.6",
+            ),
+        ),
+        script="sbx_sac.py",
+        env="gymnasium 1.4.0 Pendulum-v1 (make_vec_env: DummyVecEnv of 1, Monitor)",
+        tasks=("sac",),
+        sequential_seeds=True,
+        mismatches=(
+            "Settings: purerl's continuous SAC preset in sbx's names (buffer_size 1e5, learning_starts 5e3 of "
+            "uniform actions, batch_size 256, train_freq 1 and gradient_steps 1, learning_rate 3e-4 for actor "
+            "and temperature, qf_learning_rate 1e-3, tau 0.005, gamma 0.99, ent_coef 'auto' from 1.0 towards "
+            "target_entropy -|A| with the paper's log(alpha) loss, net_arch 256-256 relu); nothing of sbx changed.",
+            "Policy delay: policy_delay=1, one actor and temperature step after every critic step; purerl "
+            "(CleanRL) takes 2 every 2nd step, the same number. sbx's own policy_delay=2 would halve them.",
+            "Order: sbx updates the critic targets right after the critic step, before the actor step; purerl "
+            "after both.",
+            "Actor: log std clipped to [-20, 2] (SB3's bounds) vs squashed by tanh into [-5, 2] (purerl, CleanRL). "
+            "Critic loss: half the squared error (sbx) vs the squared error (purerl).",
+            "Env and loop: gymnasium's numpy Pendulum-v1 stepped in Python (SB3's DummyVecEnv and numpy replay "
+            "buffer, sampled on the host and copied to JAX every gradient step) vs gymnax's in one compiled "
+            "program. Time limits: both bootstrap the 200-step truncation (SB3's handle_timeout_termination).",
+            "compile_s is a throwaway model's warm-up (learning just past its learning_starts), which compiles the "
+            "jitted step and policy for the timed seeds; it includes that warm-up's few Python env steps.",
+            "final_return: training episodes that end in the last 2,000 steps, as purerl's last 10 updates.",
+        ),
     ),
     "purejaxrl": Peer(
         name="purejaxrl",

@@ -14,7 +14,7 @@ preset uses (4 envs x 128 steps, lr 2.5e-4 annealed, 4 epochs x 4 minibatches, .
 what the peer cannot express. A peer that cannot run returns a result whose `error`
 is a one-line reason and whose measurements are None; nothing is skipped silently.
 
-Command line: python -m purerl.bench.peers {sb3,rejax,purejaxrl} --seeds N --total-timesteps T [-- SCRIPT ARGS]
+Command line: python -m purerl.bench.peers {sb3,sbx,rejax,purejaxrl} --seeds N --total-timesteps T [-- SCRIPT ARGS]
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def run_peer(
     reason, with every measurement None), measured_seeds, extrapolated; plus details
     (num_updates, env_steps_per_agent, final_return_by_seed, ..., venv, wall_s).
 
-    `max_measured_seeds` (SB3 only, which runs seeds one after another) trains only that
+    `max_measured_seeds` (SB3 and sbx only, which run seeds one after another) trains only that
     many seeds and scales the wall time linearly to `seeds`: `extrapolated` is then True
     and final_return is the mean over the measured seeds. `timeout_s` bounds the training
     subprocess; installing the venv (first call only) has its own `install_timeout_s`.
@@ -210,7 +210,7 @@ def run_peer(
     cmd = [str(python), str(peer.script_path(task)), "--seeds", str(seeds),
            "--total-timesteps", str(total_timesteps)]
     cmd += ["--task", task] if task in peer.task_scripts else []
-    if max_measured_seeds is not None and name == "sb3":
+    if max_measured_seeds is not None and peer.sequential_seeds:
         cmd += ["--max-measured-seeds", str(max_measured_seeds)]
     cmd += [str(arg) for arg in peer_args]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}

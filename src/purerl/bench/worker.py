@@ -24,6 +24,9 @@ TASKS = {
     # DQN (PureJaxRL/CleanRL CartPole settings) and PQN (purejaxql's CartPole), 500k steps per agent.
     "dqn": dict(algo="dqn", env="CartPole-v1", preset="classic", overrides={}),
     "pqn": dict(algo="pqn", env="CartPole-v1", preset="classic", overrides={}),
+    # SAC and TD3 (CleanRL's settings, purerl's `continuous` preset) on gymnax Pendulum-v1, 2e4 steps per agent.
+    "sac": dict(algo="sac", env="Pendulum-v1", preset="continuous", overrides={}, discrete=False),
+    "td3": dict(algo="td3", env="Pendulum-v1", preset="continuous", overrides={}, discrete=False),
 }
 
 
@@ -33,8 +36,8 @@ def task_config(task: str, total_timesteps: int | None = None):
 
     spec = TASKS[task]
     algorithm = registry.get(spec["algo"])
-    config, hp = apply_preset(spec["preset"], spec["env"], True, algorithm.presets, algorithm.config,
-                              algorithm.hyperparams)
+    config, hp = apply_preset(spec["preset"], spec["env"], spec.get("discrete", True), algorithm.presets,
+                              algorithm.config, algorithm.hyperparams)
     overrides = dict(spec["overrides"])
     if total_timesteps:
         overrides["total_timesteps"] = total_timesteps
