@@ -25,4 +25,4 @@ while IFS= read -r command; do
   fi
   echo "  ($(( $(date +%s) - start )) s)"
 done <<< "$commands"
-$PURERL results --check || true
+$PURERL results --check --mark || true

@@ -38,6 +38,13 @@ def add_results(sub) -> None:
     what.add_argument("--check", action="store_true", help="list every stale document; exit 1 if any")
     what.add_argument("--commands", nargs="*", metavar="STUDY", help="print the commands that regenerate "
                       "these studies (all when none is named), one per line")
+    what.add_argument("--record-fingerprints", metavar="COMMIT", help="one-off migration: give every part that is "
+                      "current by its source hash at COMMIT the fingerprint of its computation there")
+    results.add_argument("--mark", action="store_true", help="with --check: write each stale part's notice into its "
+                         "document (at the top and beside the part) and the manifest, and clear the notices of "
+                         "current parts")
+    results.add_argument("--no-cache", action="store_true", help="with --check: recompute every fingerprint (and "
+                         "cache the results)")
     results.add_argument("--runs-dir", default="runs/reproduce", help="scratch folder for --commands' run directories")
     results.add_argument("--resume", action="store_true", help="with --commands: each command continues what an "
                          "earlier, stopped run of them into the same --runs-dir left")
@@ -129,11 +136,22 @@ def cmd_results(args: argparse.Namespace) -> int:
         raise ConfigError("--resume goes with --commands")
     if args.results_dir is not None and not args.results_dir.is_dir():
         raise ConfigError(f"--results-dir {args.results_dir} is not a folder")
-    stale = provenance.check(args.results_dir or provenance.RESULTS_DIR)
-    for document, reasons in stale.items():
-        print(f"STALE {document}: {'; '.join(reasons)}")
-    print(f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
-          f"all {len(provenance.STUDIES)} documents current")
+    results_dir = args.results_dir or provenance.RESULTS_DIR
+    if args.record_fingerprints:
+        if args.mark:
+            raise ConfigError("--mark goes with --check")
+        provenance.record_fingerprints(args.record_fingerprints, results_dir)
+        return 0
+    started = time.perf_counter()
+    stale = provenance.stale_parts(results_dir, cache=True, refresh=args.no_cache)
+    for document, reasons in stale.items():  # one line per stale part, the first beside the document's name
+        lines = [f"{part + ': ' if part else ''}{why}" for part, why in reasons]
+        print(f"STALE {document}: " + "\n  ".join(lines))
+    if args.mark:
+        for path in provenance.mark(results_dir, stale):
+            print(f"marked {path}")
+    print((f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
+           f"all {len(provenance.STUDIES)} documents current") + f" ({time.perf_counter() - started:.0f} s)")
     return 1 if stale else 0
 
 

@@ -1,0 +1,238 @@
+"""Fingerprints of published parts (`purerl.fingerprint`): a pure refactor keeps them, a change to what a part
+computes (PPO's loss, the shuffle, an env's dynamics, the bootstrap, the ES loop) changes exactly the components,
+and so the documents, that use it; and `results --check` reads them, says what changed and marks stale parts."""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from purerl import fingerprint, provenance
+from purerl.registry import STUDIES
+
+CARTPOLE = STUDIES["dpo"].commands[1]  # PPO, DPO and two LPO drifts on CartPole-v1
+ACROBOT = STUDIES["dpo"].commands[2]
+MFOS_PAPER = STUDIES["mfos_paper"].commands[0]
+
+
+def compare_print(command: str = CARTPOLE) -> dict:
+    fp = fingerprint.Fingerprint()
+    fingerprint.compare_part(fp, command)
+    return fp.components
+
+
+def mfos_print() -> dict:
+    fp = fingerprint.Fingerprint()
+    fingerprint.mfos_run_part(fp, MFOS_PAPER)
+    return fp.components
+
+
+@pytest.fixture(scope="module")
+def baseline() -> dict:
+    return {"cartpole": compare_print(), "acrobot": compare_print(ACROBOT), "mfos": mfos_print()}
+
+
+def differing(a: dict, b: dict) -> set[str]:
+    return {name for name in a.keys() | b.keys() if a.get(name) != b.get(name)}
+
+
+def test_every_registered_part_has_its_commands():
+    for study in STUDIES.values():
+        for part in study.parts:
+            commands = fingerprint.part_commands(study.name, part)
+            assert commands and all(c in study.commands for c in commands), (study.name, part)
+    assert fingerprint.part_commands("act", "train-time Pendulum-v1") == [
+        c for c in STUDIES["act"].commands if "train-time --env Pendulum-v1" in c]
+
+
+def test_lowered_text_ignores_python_names_and_locations():
+    @jax.jit
+    def step(w, x):  # a jitted helper is a private function named after it
+        return w - 0.1 * jnp.tanh(x @ w).sum()
+
+    @jax.jit
+    def renamed_step(kernel, inputs):
+        return kernel - 0.1 * jnp.tanh(inputs @ kernel).sum()
+
+    def update(params, x):
+        return {"w": step(params["w"], x)}
+
+    def renamed_elsewhere(weights, inputs):  # the same computation under other names and pytree keys
+        return {"kernel": renamed_step(weights["kernel"], inputs)}
+
+    def other(params, x):
+        return {"w": step(params["w"], x) * 1.01}
+
+    shapes = ({"w": jax.ShapeDtypeStruct((3, 3), jnp.float32)}, jax.ShapeDtypeStruct((2, 3), jnp.float32))
+    renamed = ({"kernel": shapes[0]["w"]}, shapes[1])
+    text = fingerprint.lowered_text(update, *shapes)
+    assert "loc(" not in text and "update" not in text and "step" not in text and '"' not in text
+    assert text == fingerprint.lowered_text(renamed_elsewhere, *renamed)
+    assert text != fingerprint.lowered_text(other, *shapes)
+
+
+def test_moving_and_renaming_the_shuffle_keeps_the_fingerprint(baseline, monkeypatch):
+    """The shuffle's code moved to another module under another name (what a file move or rename does to the
+    objects the program is traced from): every component is unchanged."""
+    from purerl.algos import ppo, shuffle
+
+    source = Path(shuffle.__file__).read_text().replace("def permutation(", "def packed_sort_permutation(")
+    moved = types.ModuleType("purerl_elsewhere.minibatches")
+    exec(compile(source, "elsewhere/minibatches.py", "exec"), moved.__dict__)
+    monkeypatch.setattr(ppo, "random_permutation", moved.packed_sort_permutation)
+    assert compare_print() == baseline["cartpole"]
+
+
+def test_new_algorithm_preset_and_report_wording_keep_the_fingerprint(baseline, monkeypatch):
+    from purerl import compare
+    from purerl.algos import registry
+    from purerl.config import PRESETS
+
+    monkeypatch.setitem(registry.ALGORITHMS, "sac2", registry.ALGORITHMS["ppo"])  # a new algorithm file's entry
+    monkeypatch.setitem(PRESETS, "tiny", PRESETS[next(iter(PRESETS))])  # a new preset
+    monkeypatch.setattr(compare, "paper_claim", lambda env: "reworded")  # report wording
+    monkeypatch.setattr(compare, "write_report", lambda *a, **k: None)
+    assert compare_print() == baseline["cartpole"]
+
+
+def test_a_loss_change_stales_every_ppo_program(baseline, monkeypatch):
+    from purerl.algos import objectives
+
+    clip = objectives.POLICY_OBJECTIVES["ppo"]
+    monkeypatch.setitem(objectives.POLICY_OBJECTIVES, "ppo", lambda *args: 1.01 * clip(*args))
+    changed = differing(baseline["cartpole"], compare_print())
+    assert changed == {"program ppo run"}  # DPO's and LPO's objectives are their own; init does not see the loss
+
+
+def test_a_shuffle_change_stales_training_but_not_statistics(baseline, monkeypatch):
+    from purerl.algos import ppo
+
+    monkeypatch.setattr(ppo, "random_permutation", lambda key, n: jax.random.permutation(key, n))
+    runs = {"program ppo run", "program dpo run", "program lpo:es0 run", "program lpo:es1 run"}
+    assert differing(baseline["cartpole"], compare_print()) == runs
+    assert differing(baseline["mfos"], mfos_print()) == set()  # M-FOS's PPO takes one full-batch minibatch
+
+
+def test_an_env_dynamics_change_stales_only_that_env(baseline, monkeypatch):
+    from gymnax.environments.classic_control import cartpole
+
+    step = cartpole.CartPole.step_env
+
+    def heavier(self, key, state, action, params):
+        return step(self, key, state, action, params.replace(gravity=params.gravity * 1.01))
+
+    monkeypatch.setattr(cartpole.CartPole, "step_env", heavier)
+    runs = {"program ppo run", "program dpo run", "program lpo:es0 run", "program lpo:es1 run"}
+    assert differing(baseline["cartpole"], compare_print()) == runs  # init only resets
+    assert differing(baseline["acrobot"], compare_print(ACROBOT)) == set()
+    assert differing(baseline["mfos"], mfos_print()) == set()
+
+
+def test_a_bootstrap_change_stales_the_statistics_everywhere(monkeypatch):
+    from purerl import stats
+
+    before = fingerprint.value_hash(fingerprint.stats_probe())
+    ci = stats.bootstrap_ci
+    monkeypatch.setattr(stats, "bootstrap_ci", lambda x, statistic=stats.iqm, confidence=0.95, resamples=2000,
+                        seed=0: ci(x, statistic, confidence, 1000, seed))
+    assert fingerprint.value_hash(fingerprint.stats_probe()) != before
+
+
+def test_es_programs_see_the_strategy_and_the_loop_not_the_bookkeeping(monkeypatch):
+    from purerl import evolve
+    from purerl.evolve import ESConfig, MetaTask
+
+    task = MetaTask("quadratic", {"w": jnp.zeros(3)}, lambda key, p: -jnp.sum((p["w"] - 1.0) ** 2), {}, 0)
+    config = ESConfig(strategy="open_es", population_size=8, generations=4, fitness_shaping="z_score", std=0.1)
+
+    def es_print() -> dict:
+        fp = fingerprint.Fingerprint()
+        fingerprint.es_programs(fp, "es", task, config)
+        return fp.components
+
+    first = es_print()
+    assert {"program es fitness", "program es es ask", "program es es tell", "host es es loop"} <= first.keys()
+    repair = evolve.repair_fitness
+    monkeypatch.setattr(evolve, "repair_fitness", lambda f: repair(f))  # a refactor: same numbers
+    assert es_print() == first
+    monkeypatch.setattr(evolve, "repair_fitness", lambda f: (np.nan_to_num(np.asarray(f, float), nan=-1.0),
+                                                             int(np.isnan(f).sum())))  # NaN -> -1, not the worst
+    assert differing(first, es_print()) == {"host es es loop"}
+
+
+def manifest_with(tmp_path: Path, study: str, parts: dict) -> Path:
+    document = STUDIES[study].document
+    (tmp_path / document).write_text("# Title\n\nGenerated by the commands below.\n\n"
+                                      + "".join(f"- **{p}**: facts\n" for p in parts)
+                                      + "\n| env | a |\n|---|---|\n" + "".join(f"| {p} | 1.0 |\n" for p in parts))
+    (tmp_path / "manifest.json").write_text(json.dumps({document: {"study": study, "depends": [], "parts": parts}}))
+    return tmp_path
+
+
+def part_entry(command: str, print_: dict | None, source: str = "x") -> dict:
+    entry = {"command": command, "commit": "abc1234567", "dirty": False, "source_hash": source}
+    return entry | ({"fingerprint": print_} if print_ else {})
+
+
+def test_check_compares_fingerprints_and_says_what_changed(tmp_path, monkeypatch):
+    old = {"hash": "1", "components": {"program ppo run": "a", "host stats": "s", "input commands": "c"}}
+    new = {"hash": "2", "components": {"program ppo run": "b", "host stats": "s", "input commands": "c"}}
+    current = provenance.source_hash(STUDIES["dpo"])
+    parts = {"CartPole-v1": part_entry(CARTPOLE, old), "Acrobot-v1": part_entry(ACROBOT, new),
+             "Pendulum-v1": part_entry(STUDIES["dpo"].commands[3], None, source="not-the-hash"),
+             "brax:ant": part_entry(STUDIES["dpo"].commands[-2], old, source=current),
+             "brax:halfcheetah": part_entry(STUDIES["dpo"].commands[-1], old, source="not-the-hash")}
+    results = manifest_with(tmp_path, "dpo", parts)
+    no_brax = "UnknownEnvError: brax:ant needs Brax"
+    monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False: {
+        p: no_brax if p[1].startswith("brax") else new for p in wanted})
+    reasons = dict(provenance.stale_parts(results)[STUDIES["dpo"].document])
+    assert reasons["CartPole-v1"] == "computation changed since abc1234567: program ppo run changed"
+    assert "Acrobot-v1" not in reasons  # its recorded fingerprint is the current one
+    assert reasons["Pendulum-v1"].startswith("source changed since abc1234567 (by source hash: no fingerprint")
+    assert reasons["Breakout-MinAtar"] == "never generated"
+    # Where a fingerprint cannot be computed (Brax not installed here), the source hash decides.
+    assert "brax:ant" not in reasons
+    assert reasons["brax:halfcheetah"].startswith(f"source changed since abc1234567 (by source hash: its fingerprint "
+                                                  f"cannot be computed here, {no_brax})")
+
+
+def test_mark_writes_the_notice_and_clears_it_when_current(tmp_path, monkeypatch):
+    print_ = {"hash": "1", "components": {}}
+    parts = {"CartPole-v1": part_entry(CARTPOLE, print_), "Acrobot-v1": part_entry(ACROBOT, print_)}
+    results = manifest_with(tmp_path, "dpo", parts)
+    document = results / STUDIES["dpo"].document
+    original = document.read_text()
+    stale = {STUDIES["dpo"].document: [("CartPole-v1", "computation changed since abc: program ppo run changed")]}
+    provenance.mark(results, stale)
+    text = document.read_text()
+    assert text.splitlines()[2] == provenance.NOTICE_START and "**CartPole-v1** (computation changed" in text
+    assert f"- **CartPole-v1**{provenance.STALE_MARK}:" in text and f"| CartPole-v1{provenance.STALE_MARK} |" in text
+    assert f"Acrobot-v1{provenance.STALE_MARK}" not in text
+    manifest = json.loads((results / "manifest.json").read_text())[STUDIES["dpo"].document]["parts"]
+    assert manifest["CartPole-v1"]["stale"].startswith("computation changed") and "stale" not in manifest["Acrobot-v1"]
+    provenance.mark(results, stale)
+    assert document.read_text() == text  # idempotent
+    provenance.mark(results, {})
+    assert document.read_text() == original
+
+
+def test_record_stores_the_fingerprint_of_a_registered_command_only(tmp_path, monkeypatch):
+    import shlex
+
+    print_ = {"hash": "f00", "components": {"program ppo run": "a"}}
+    asked = []
+    monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False: asked.extend(wanted)
+                        or {p: print_ for p in wanted})
+    argv = shlex.split(CARTPOLE.format(runs="/scratch"))[1:]
+    budget = {"env_steps_per_run": 65536, "seeds": list(range(16))}
+    entry = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", argv, 1.0, budget)
+    assert entry["fingerprint"] == print_ and asked == [("dpo", "CartPole-v1")]
+    other = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", [*argv[:-1], "1024"], 1.0, budget)
+    assert "fingerprint" not in other  # a budget the registry does not list: no fingerprint, and stale anyway
