@@ -190,7 +190,7 @@ def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(c
     [
         (["bench", "--seeds", "1,x"], "--seeds must be comma-separated integers, got '1,x'"),
         (["bench", "--devices", "0,2"], "--devices must be positive, got 0"),
-        (["bench", "--peers", "cleanrl"], "unknown peer 'cleanrl'; choose from sb3, rejax, purejaxrl or none"),
+        (["bench", "--peers", "cleanrl"], "unknown peer 'cleanrl'; choose from sb3, rejax, sbx, purejaxrl or none"),
         (["bench", "--purejaxrl", "no/such/checkout"], "--purejaxrl no/such/checkout is not a checkout of luchris429"),
         (["evolve", "value-loss", "--population-size", "7"], "population-size must be even, got 7"),
         (["evolve", "value-loss", "--preset", "huge"], "unknown preset 'huge'; choose from cpu, paper"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from purerl import evolve, experiment, results
@@ -193,3 +193,163 @@ def test_a_bad_destination_for_drift_maps_or_a_missing_results_folder_is_one_lin
     assert "is a file" in capsys.readouterr().err and (tmp_path / "afile").read_text() == "mine"
     assert main(["results", "--check", "--results-dir", str(tmp_path / "nothere")]) == 2
     assert "is not a folder" in capsys.readouterr().err
+
+
+# --- every subcommand, and corrupted inputs (issue 51) ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    """A small finished CartPole run: the template every corrupted input is made from."""
+    out = tmp_path_factory.mktemp("template") / "run"
+    assert main(["train", "--out", str(out), "--seeds", "1", *SMALL]) == 0
+    return out
+
+
+def _stop_before_work(monkeypatch) -> None:
+    """Every command's expensive step raises ReachedTraining: validation passed, the work would start now."""
+    from purerl import policy
+    from purerl.bench import harness
+    from purerl.studies import act_cli, lpo, value_loss_report
+
+    monkeypatch.setattr(experiment.Placement, "for_members", reached)
+    monkeypatch.setattr(evolve, "Evolution", reached)
+    monkeypatch.setattr(act_cli, "Evolution", reached)
+    monkeypatch.setattr(act_cli.act, "evaluate_train_time", reached)
+    monkeypatch.setattr(act_cli.act, "evaluate_test_time", reached)
+    monkeypatch.setattr(policy, "evaluate", reached)
+    monkeypatch.setattr(lpo, "analyze_drift", reached)
+    monkeypatch.setattr(value_loss_report, "analyze", reached)
+    for name in ("bench", "bench_evolve", "bench_devices"):
+        monkeypatch.setattr(harness, name, reached)
+
+
+def _tree(folder: Path) -> dict[str, bytes | None]:
+    """Every path under `folder`, with a file's bytes (a link's target) and None for a folder."""
+    return {str(p.relative_to(folder)): (str(p.readlink()).encode() if p.is_symlink() else
+                                         p.read_bytes() if p.is_file() else None) for p in sorted(folder.rglob("*"))}
+
+
+def _check_outcome(argv, code, err, tmp: Path, before: dict) -> None:
+    assert code in (0, 2), (argv, err)
+    assert "Traceback" not in err, (argv, err)
+    if code == 2:
+        assert err.count("\n") == 1 and err.startswith("purerl: error: "), (argv, err)
+        assert _tree(tmp) == before, argv  # nothing written, nothing deleted
+    after = _tree(tmp)
+    for name, data in before.items():  # a user's file is never changed, whatever the outcome
+        if name.endswith("notes.txt"):
+            assert after.get(name) == data, (argv, name)
+
+
+SUBCOMMAND_ARGS = {
+    "eval": (["r"], {"--episodes": None, "--seed": None, "--gif": "gif"}),
+    "plot": (["r"], {"--out": "png", "--metric": "word"}),
+    "summary": (["r"], {}),
+    "analyze": (["drift", "value-loss"], {"--out": "dir", "--report": "md", "--seeds": None,
+                                          "--transfer-seeds": None, "--stages": "word"}),
+    "compare": ([], {"--objectives": "word", "--runs-dir": "dir", "--report": "md", "--seeds": None,
+                     "--seed": None, "--lr": None, "--total-timesteps": None}),
+    "bench": ([], {"--task": "word", "--seeds": None, "--repeats": None, "--total-timesteps": None,
+                   "--out": "md", "--peers": "word", "--cores": None, "--devices": None}),
+    "act": (["train-time", "test-time"], {"--population-size": None, "--generations": None, "--seed": None,
+                                          "--runs-dir": "dir", "--report": "md", "--from-params": "dir"}),
+    "evolve": (["value-loss", "lpo"], {"--out": "dir", "--generations": None, "--population-size": None}),
+    "train": ([], {"--out": "dir", "--config": "json", "--seeds": None, "--lr": None, "--hidden-sizes": None}),
+}
+PATHS = {  # destinations a user may name: fresh, the user's own files and folders, purerl's run, nonsense
+    "dir": ["new", "r", "mine", "notes.txt", "", ".", "a" * 300, "r/checkpoint"],
+    "png": ["p.png", "mine/notes.txt", "mine.png", "r", "", "x.jpg"],
+    "gif": ["g.gif", "mine.gif", "r/episode.gif", "mine", ""],
+    "md": ["rep.md", "mine/notes.md", "notes.txt", "mine", ""],
+    "json": ["r/config.json", "r", "notes.txt", "missing.json", ""],
+    "word": ["ppo,dpo", "ppo", "episode_return", "cartpole", "none", "x", "", "training_budget", ","],
+}
+
+
+def _workspace(tmp: Path, finished_run: Path) -> None:
+    import shutil
+
+    shutil.copytree(finished_run, tmp / "r")
+    (tmp / "mine").mkdir()
+    for name in ("notes.txt", "mine/notes.txt", "mine/notes.md", "r/notes.txt"):
+        (tmp / name).write_text("the user's")
+    (tmp / "mine.png").write_bytes(b"\x89PNG the user's")
+    (tmp / "mine.gif").write_bytes(b"GIF89a the user's")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_subcommand_with_any_value_exits_0_or_one_line_2_and_keeps_user_files(capsys, monkeypatch,
+                                                                                     finished_run, data):
+    _stop_before_work(monkeypatch)
+    command = data.draw(st.sampled_from(sorted(SUBCOMMAND_ARGS)))
+    positional, flags = SUBCOMMAND_ARGS[command]
+    argv = [command] + ([data.draw(st.sampled_from(positional))] if positional else [])
+    if command == "analyze":
+        argv.append(data.draw(st.sampled_from(["ppo", "r", ",", "mine", "ppo,r"])))
+    for flag in data.draw(st.lists(st.sampled_from(sorted(flags)), max_size=3, unique=True)) if flags else []:
+        kind = flags[flag]
+        value = data.draw(VALUES if kind is None else st.sampled_from(PATHS[kind]))
+        argv.append(f"{flag}={value}")
+    if command in ("train", "compare"):
+        argv += SMALL
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        _workspace(tmp, finished_run)
+        monkeypatch.chdir(tmp)
+        before = _tree(tmp)
+        code, err = outcome(capsys, argv)
+        event(f"{command}: exit {code}")
+        _check_outcome(argv, code, err, tmp, before)
+
+
+def _corrupt(path: Path, how: str, tmp: Path) -> None:
+    if how == "delete":
+        path.unlink()
+    elif how == "link to a text file":
+        path.unlink()
+        path.symlink_to(tmp / "notes.txt")
+    elif how.startswith("truncate"):
+        data = path.read_bytes()
+        path.write_bytes(data[:int(len(data) * float(how.split()[1]))])
+    elif how == "binary junk":
+        path.write_bytes(bytes(range(256)) * 3)
+    elif how == "wrong types":
+        try:
+            record = json.loads(path.read_text())
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            path.write_text(json.dumps({k: ("x" if not isinstance(v, str) else [v]) for k, v in record.items()}))
+        else:
+            path.write_text("update,env_steps\nx,y\n")
+    else:
+        path.write_text(how)
+
+
+CORRUPTIONS = ["delete", "link to a text file", "truncate 0.5", "truncate 0.9", "truncate 0", "binary junk",
+               "wrong types", "{}", "[]", "null", "garbage", '{"command": "train"}']
+READERS = [["eval", "r", "--episodes", "1"], ["plot", "r", "--out", "p.png"], ["summary", "r"],
+           ["train", "--out", "r", "--resume", "--seeds", "1", *SMALL], ["train", "--config", "r/config.json",
+                                                                         "--out", "o", *SMALL],
+           ["train", "--out", "r", "--overwrite", "--seeds", "1", *SMALL], ["compare", "--runs-dir", "r", *SMALL]]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(target=st.sampled_from(["config.json", "metrics.csv", "summary.json", "checkpoint"]),
+       how=st.sampled_from(CORRUPTIONS), argv=st.sampled_from(READERS))
+def test_a_corrupted_run_is_read_or_refused_in_one_line(capsys, monkeypatch, finished_run, target, how, argv):
+    _stop_before_work(monkeypatch)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        _workspace(tmp, finished_run)
+        (tmp / "r" / "notes.txt").unlink()  # the run as purerl left it, but for the damage
+        if target == "checkpoint":
+            files = sorted(p for p in (tmp / "r" / "checkpoint").rglob("*") if p.is_file())
+            target = str(files[len(files) // 2].relative_to(tmp / "r"))
+        _corrupt(tmp / "r" / target, how, tmp)
+        monkeypatch.chdir(tmp)
+        before = _tree(tmp)
+        code, err = outcome(capsys, list(argv))
+        event(f"{argv[0]}: exit {code}")
+        _check_outcome(argv, code, err, tmp, before)

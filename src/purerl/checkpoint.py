@@ -78,6 +78,30 @@ class _DropClosedLoopNoise:
             self.previous(unraisable)
 
 
+class _DropOrbaxErrors(logging.Filter):
+    """A save that fails (a full disk) makes orbax log every failed write with its traceback from its background
+    threads, hundreds of lines; `Checkpointer` raises the failure as one `OSError` line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno >= logging.ERROR and "orbax" in record.pathname)
+
+
+@contextlib.contextmanager
+def _saving(directory: Path):
+    """Whatever a save raises (orbax wraps a full disk in a ValueError) as one `OSError` line: exit 1."""
+    try:
+        yield
+    except OSError as error:
+        raise OSError(f"cannot save a checkpoint in {directory}: {_first_line(error)}") from None
+    except Exception as error:  # noqa: BLE001  orbax and tensorstore raise ValueError, RuntimeError, ...
+        raise OSError(f"cannot save a checkpoint in {directory}: {_first_line(error)}") from None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().split("\n")[0].split(" [tensorstore_spec")[0] or type(error).__name__
+    return text[:300] + ("..." if len(text) > 300 else "")
+
+
 class Checkpointer:
     """Saves host (numpy) pytrees. In a multi-process run each process uses it on its own, with no
     barriers: process 0 alone saves, and every process may restore (from a shared filesystem)."""
@@ -88,6 +112,11 @@ class Checkpointer:
         self.directory = Path(directory).absolute()
         self.directory.mkdir(parents=True, exist_ok=True)
         self.passed_over: list[int] = []  # damaged steps that `restore` fell back past; the next save deletes them
+        absl = logging.getLogger("absl")
+        if not any(isinstance(f, _DropOrbaxErrors) for f in absl.filters):
+            absl.addFilter(_DropOrbaxErrors())
+        if not isinstance(sys.unraisablehook, _DropClosedLoopNoise):  # a failed save leaves the same noise
+            sys.unraisablehook = _DropClosedLoopNoise(sys.unraisablehook)
         with _quiet_orbax_logs():
             self.manager = ocp.CheckpointManager(
                 self.directory,
@@ -102,12 +131,12 @@ class Checkpointer:
         state = jax.tree.map(np.asarray, state)  # host copies: multi-process orbax refuses host-local jax.Arrays
         progress = {"step": int(step), **(extra or {})}
         progress[DIGEST] = digest(state, progress)
-        for damaged in self.passed_over:  # orbax skips saves at or below them, and would keep them over intact ones
-            self.manager.delete(damaged)
-        self.passed_over = []
-        self.manager.save(
-            int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state), progress=ocp.args.JsonSave(progress))
-        )
+        with _saving(self.directory):
+            for damaged in self.passed_over:  # orbax skips saves at or below them, would keep them over intact ones
+                self.manager.delete(damaged)
+            self.passed_over = []
+            self.manager.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
+                                                                 progress=ocp.args.JsonSave(progress)))
 
     def restore(self, like: Any) -> tuple[Any, dict]:
         """The latest intact checkpoint, restored into the structure of `like` (arrays or ShapeDtypeStructs),
@@ -152,8 +181,9 @@ class Checkpointer:
         return f"the checkpoint{'s' if many else ''} at {steps} in {self.directory} {'are' if many else 'is'} damaged"
 
     def close(self) -> None:
-        self.manager.wait_until_finished()
-        self.manager.close()
+        with _saving(self.directory):
+            self.manager.wait_until_finished()
+            self.manager.close()
 
 
 def check_path(out: Path) -> None:

@@ -24,6 +24,10 @@ def enable_default() -> str | None:
         return None
     if jax.config.jax_compilation_cache_dir:
         return jax.config.jax_compilation_cache_dir
+    import warnings
+
+    # A full disk or a cache entry cut short only costs a compile: not two lines of warning before the error.
+    warnings.filterwarnings("ignore", message="Error (reading|writing) persistent compilation cache entry")
     path = cache_root() / "jax"
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)

@@ -50,6 +50,14 @@ def check_bounds(hp, bounds: dict[str, tuple[float, float, str]]) -> None:
                 raise ConfigError(f"{name} must be {text}, got {value:g}")
 
 
+def validate_concrete(hp) -> None:
+    """`hp.validate()` when every value is known on the host; traced values (inside jit or vmap) pass as they are."""
+    import jax
+
+    if not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tuple(hp))):
+        hp.validate()
+
+
 class HyperParams(NamedTuple):
     """Traced training scalars (defaults: CleanRL / PureJaxRL CartPole)."""
 
@@ -62,6 +70,7 @@ class HyperParams(NamedTuple):
     max_grad_norm: Any = 0.5
 
     def as_arrays(self) -> HyperParams:
+        validate_concrete(self)  # the library's way in: a negative or NaN lr is one ConfigError, not a run
         return HyperParams(*(jnp.asarray(v, jnp.float32) for v in self))
 
     def validate(self) -> None:

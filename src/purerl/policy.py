@@ -45,7 +45,7 @@ class Policy:
 def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
     """(spec, members, train fn, restored runner state of every member) of a run directory."""
     from purerl.checkpoint import Checkpointer
-    from purerl.rerun import spec_from_record
+    from purerl.rerun import load_spec
 
     run_dir = Path(run_dir)
     if not (run_dir / results.CONFIG).exists():
@@ -53,11 +53,14 @@ def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
     config = rundir.read_config(run_dir)
     if config.get("command") != "train":
         raise ConfigError(f"{run_dir} is a purerl {config.get('command', 'unknown')} run; this needs a run of purerl train")
-    spec = spec_from_record(config, run_dir)  # members in the order they were trained in
+    spec = load_spec(run_dir, "eval")  # members in the order they were trained in
     members = spec.validate()
     train = spec.build()
+    if not (run_dir / results.CHECKPOINT).is_dir():  # checked first: the Checkpointer would create the folder
+        raise ConfigError(f"{run_dir} has no checkpoint yet")
     checkpointer = Checkpointer(run_dir / results.CHECKPOINT)
     if checkpointer.latest() is None:
+        checkpointer.close()
         raise ConfigError(f"{run_dir} has no checkpoint yet")
     like = jax.eval_shape(jax.vmap(train.init), members.keys(), members.hyperparams.as_arrays())
     state, _ = checkpointer.restore(like)

@@ -83,9 +83,23 @@ def _check_types(spec) -> None:
             expected = bool if isinstance(field.default, bool) else int
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise TypeError(f"{field.name} must be {expected.__name__}, got {value!r}")
+        if field.name == "hidden_sizes" and not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
+            raise TypeError(f"hidden_sizes must be integers, got {list(value)!r}")
     for name, value in spec.hyperparams._asdict().items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{name} must be a number, got {value!r}")
+    import numpy as np
+
+    for name, values in spec.grid.items():  # what the flag form (`args.floats`) refuses, the record may not hold
+        if not isinstance(values, (list, tuple)) or not values:
+            raise TypeError(f"grid {name} must be a list of numbers, got {values!r}")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise TypeError(f"grid {name} must hold numbers, got {values!r}")
+        with np.errstate(over="ignore"):
+            single = [float(np.float32(v)) for v in values]
+        twice = [v for i, v in enumerate(values) if single[i] in single[:i]]
+        if twice:
+            raise ValueError(f"grid {name} holds the value {twice[0]:.9g} twice (equal in float32)")
     if not all(isinstance(s, int) and not isinstance(s, bool) for s in spec.seeds):
         raise TypeError(f"seeds must be integers, got {spec.seeds!r}")
 

@@ -13,6 +13,7 @@ and `start` (before anything is written), so they share the same guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +37,14 @@ OWN_FILES = (
     "learning.png", "mfos.md", "table.json",
 )
 OWN_FOLDERS = (CHECKPOINT, "tensorboard", "wandb")
+LOCK = ".purerl-lock"  # the pid of the process that writes the run now (`lock`)
+# What the libraries write inside those folders, by name: orbax a folder per step (and its temporary one while it
+# saves), tensorboardX event files (in folders per setting and seed), W&B its run folders, logs and a link to the
+# latest run. Anything else there (a user's notes, a notebook) is the user's, and `--overwrite` refuses while it is.
+_OWN_INSIDE = {
+    CHECKPOINT: (r"\d+", r"\d+\.orbax-checkpoint-tmp.*"),
+    "wandb": (r"(offline-)?run-[\w.-]+", r"latest-run", r"debug(-internal|-cli\.[\w.-]+)?\.log"),
+}
 # A write in progress (`results.write_atomic` and the plot writers) or cut short leaves one of these.
 _TEMPORARY = {f".{name}{suffix}" for name in OWN_FILES for suffix in (".tmp", ".tmp.png")} | {
     f".{Path(name).stem}.tmp.png" for name in OWN_FILES}
@@ -56,14 +65,135 @@ def holds_run(out: Path) -> bool:
     return (out / MARKER).is_file() and (out / CONFIG).is_file()
 
 
-def foreign_entries(out: Path) -> list[str]:
-    """Names at the top of `out` that `--overwrite` must not delete: everything but purerl's own."""
-    def own(entry: Path) -> bool:
-        if entry.is_dir() and not entry.is_symlink():
-            return entry.name in OWN_FOLDERS
-        return entry.name in OWN_FILES or entry.name in _TEMPORARY
+def marked(out: Path) -> bool:
+    """`out` carries purerl's marker: purerl created it (config.json may be missing, cut short by a full disk)."""
+    return (Path(out) / MARKER).is_file()
 
-    return sorted(p.name for p in out.iterdir() if not own(p))
+
+def only_marker(out: Path) -> bool:
+    """`out` holds nothing but purerl's marker (and a lock or temporary file): a run that never got its
+    config.json written (a full disk, a kill), which starts afresh."""
+    out = Path(out)
+    names = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    return MARKER in names and not (names - {MARKER, LOCK} - _TEMPORARY)
+
+
+def _foreign_inside(folder: Path) -> list[str]:
+    """Paths under one of OWN_FOLDERS that no library of purerl's wrote there."""
+    import re
+
+    if folder.name == "tensorboard":  # event files only, in folders named by setting and seed
+        return [str(p.relative_to(folder.parent)) for p in sorted(folder.rglob("*"))
+                if (p.is_symlink() or not p.is_dir()) and not p.name.startswith("events.out.tfevents.")]
+    patterns = _OWN_INSIDE[folder.name]
+    return [f"{folder.name}/{p.name}" for p in sorted(folder.iterdir())
+            if not any(re.fullmatch(pattern, p.name) for pattern in patterns)
+            or (folder.name == CHECKPOINT and (p.is_symlink() or not p.is_dir()))]
+
+
+def foreign_entries(out: Path) -> list[str]:
+    """Paths in `out` that `--overwrite` must not delete: everything but purerl's own, at the top and inside
+    the folders libraries write (checkpoint/, tensorboard/, wandb/)."""
+    foreign = []
+    for entry in sorted(out.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            foreign += _foreign_inside(entry) if entry.name in OWN_FOLDERS else [entry.name]
+        elif not (entry.name in OWN_FILES or entry.name in _TEMPORARY or entry.name == LOCK):
+            foreign.append(entry.name)
+    return foreign
+
+
+def _holder(path: Path) -> dict | None:
+    """The process that holds the lock at `path`, or None if nobody does (no lock, or its process is gone)."""
+    import socket
+
+    try:
+        holder = json.loads(path.read_text())
+        pid, host = int(holder["pid"]), str(holder.get("host", ""))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, KeyError):  # cut short as it was written: its process died there
+        return None
+    if host != socket.gethostname():
+        return holder  # another machine's process: it cannot be checked from here, so it holds
+    if pid == os.getpid():
+        return None  # this process: the lock is re-entrant (compare checks, then trains, each run)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # stale: its process is gone
+    except PermissionError:
+        pass
+    return holder
+
+
+_held: set[Path] = set()
+
+
+def check_unlocked(out: Path) -> None:
+    """Refuse a run directory that another live process is writing."""
+    holder = _holder(Path(out) / LOCK)
+    if holder is not None:
+        raise ConfigError(f"{out} is being written by another purerl process (pid {holder['pid']} on "
+                          f"{holder.get('host', '?')}); wait for it to finish, or stop it first")
+
+
+def lock(out: Path) -> None:
+    """Hold `out` for this process until `release_locks` (the CLI calls it as it exits, and atexit does):
+    a second process that would write the same run directory is refused. A lock whose process is gone is stale
+    and is taken over."""
+    import atexit
+    import socket
+
+    out = Path(out)
+    path = out / LOCK
+    if out.resolve() in _held:
+        return
+    check_unlocked(out)
+    text = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+    for _ in range(2):
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            check_unlocked(out)  # another process won the race, or a stale lock: take it over
+            path.unlink(missing_ok=True)
+            continue
+        with os.fdopen(descriptor, "w") as file:
+            file.write(text)
+        if not _held:
+            atexit.register(release_locks)
+        _held.add(out.resolve())
+        return
+    check_unlocked(out)
+
+
+_scopes: list[set[Path]] = []  # the open `locking` blocks, each with the locks taken inside it
+
+
+@contextlib.contextmanager
+def locking():
+    """Within the block, `start` holds each run directory it starts (`lock`) until the block ends; the CLI opens
+    one around every command. Outside one (the library's `experiment.run`, `evolve.run`), `start` only refuses a
+    directory another live process holds, and leaves no lock behind in a long-lived process."""
+    before = set(_held)
+    _scopes.append(before)
+    try:
+        yield
+    finally:
+        _scopes.pop()
+        release_locks(keep=before)
+
+
+def release_locks(keep: set[Path] = frozenset()) -> None:
+    """Give back every run directory this process holds (but those in `keep`)."""
+    for out in list(_held - set(keep)):
+        path = out / LOCK
+        try:
+            if json.loads(path.read_text()).get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+        _held.discard(out)
 
 
 def check_writable(out: Path) -> None:
@@ -163,17 +293,25 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
     from purerl.checkpoint import check_path  # here, not at the top: it imports orbax
 
     check_path(out)
+    if out.is_dir():
+        check_unlocked(out)
+    if only_marker(out):  # config.json never written (a full disk, a kill): nothing to continue, a fresh start
+        check_writable(out)
+        return False
     if resume:
         if not (out / CONFIG).is_file():
             raise ConfigError(f"--resume: {out} holds no purerl run to continue")
         previous, config = _comparable(read_config(out), out), _comparable(config)
         if previous != config:
             raise ConfigError(f"--resume: {out} holds a different run (differs in: {_differences(previous, config)})")
+        _check_summary(out / "summary.json")
         check_writable(out)
         return True
     if out.is_dir() and any(out.iterdir()):
-        if not holds_run(out):
+        if not marked(out):
             raise ConfigError(f"output directory {out} is not empty and is not a purerl run; choose a new or empty --out")
+        if not overwrite and not (out / CONFIG).exists():
+            raise ConfigError(f"{out} holds a purerl run whose config.json is missing; pass --overwrite to replace it")
         if not overwrite:
             previous, config = _comparable(read_config(out), out), _comparable(config)
             if previous == config:
@@ -188,6 +326,20 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
                               f"({', '.join(foreign[:3])}); move them out first")
     check_writable(out)
     return False
+
+
+def _check_summary(path: Path) -> None:
+    """A finished run's summary.json, which `--resume` reads back: a file of purerl's, a JSON object."""
+    if path.is_symlink():
+        raise ConfigError(f"--resume: {path} is a link, not the summary purerl wrote; move it away, or --overwrite")
+    if not path.exists():
+        return
+    try:
+        ok = isinstance(json.loads(path.read_text()), dict)
+    except (OSError, UnicodeDecodeError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(f"--resume: {path} is not a summary purerl wrote (damaged?); move it away, or --overwrite")
 
 
 def record_session(out: Path, facts: dict) -> None:
@@ -213,9 +365,60 @@ def start(out: Path, config: dict[str, Any], resumed: bool) -> None:
     from purerl.results import write_atomic
 
     out = Path(out)
-    if not resumed and holds_run(out) and not foreign_entries(out) and not _protected(out):
-        for entry in out.iterdir():  # only purerl's own entries are left here: prepare checked
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     out.mkdir(parents=True, exist_ok=True)
+    if _scopes:
+        lock(out)  # before anything is deleted or written: a second writer of this directory is refused
+    else:
+        check_unlocked(out)
+    if not resumed and marked(out) and not foreign_entries(out) and not _protected(out):
+        for entry in out.iterdir():  # only purerl's own entries are left here: prepare checked
+            if entry.name == LOCK:
+                continue
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     write_atomic(out / MARKER, json.dumps({"purerl_run": True}) + "\n")
     write_atomic(out / CONFIG, json.dumps(_comparable(config), indent=2, sort_keys=True))
+
+
+# Outputs outside a run directory (`plot --out`, `eval --gif`, drift maps) carry a mark that says purerl wrote
+# them, so that a later command replaces its own file and never a user's: a PNG a tEXt chunk, a GIF a comment
+# block, each just before the file's end. `bench` and `--report` decide the same way from their records.
+_PNG_TEXT = b"Software\x00purerl"
+_GIF_COMMENT = b"\x21\xfe\x06purerl\x00"
+
+
+def mark_written(path: Path) -> None:
+    """Mark the PNG or GIF at `path` as purerl's (atomically: a cut-short write leaves the unmarked file)."""
+    import zlib
+
+    path = Path(path)
+    data = path.read_bytes()
+    if path.suffix.lower() == ".png" and data.endswith(b"IEND\xaeB`\x82"):
+        chunk = len(_PNG_TEXT).to_bytes(4, "big") + b"tEXt" + _PNG_TEXT
+        chunk += zlib.crc32(b"tEXt" + _PNG_TEXT).to_bytes(4, "big")
+        data = data[:-12] + chunk + data[-12:]
+    elif path.suffix.lower() == ".gif" and data.endswith(b"\x3b"):
+        data = data[:-1] + _GIF_COMMENT + b"\x3b"
+    else:
+        return
+    tmp = path.with_name(f".{path.name}.mark.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def written_by_purerl(path: Path) -> bool:
+    """`path` carries the mark of `mark_written`."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(max(0, os.path.getsize(path) - 64))
+            tail = file.read()
+    except OSError:
+        return False
+    return _PNG_TEXT in tail or tail.endswith(_GIF_COMMENT + b"\x3b")
+
+
+def check_replaceable(path: Path, flag: str, own=written_by_purerl) -> None:
+    """Refuse, before anything runs, to replace a file purerl did not write (`own` says which it did)."""
+    path = Path(path)
+    if path.is_symlink() or (path.exists() and not (path.is_file() and own(path))):
+        raise ConfigError(f"refusing to replace {path}: purerl did not write it; choose another {flag}, or move it "
+                          "away first")

@@ -63,13 +63,23 @@ def load(path: Path) -> Run:
         raise ConfigError(f"cannot read {path / rundir.CONFIG} ({error})") from None
     if not isinstance(config, dict) or config.get("command") != "train":
         raise ConfigError(f"{path} is not a training run (plot and summary compare `purerl train` runs)")
+    if not isinstance(config.get("config"), dict) or not isinstance(config["config"].get("env"), str):
+        raise ConfigError(f"{path / rundir.CONFIG} is not a valid training record (no config.env)")
     if not (path / results.METRICS).is_file():
         raise ConfigError(f"{path} has not finished: no {results.METRICS} yet (continue it with --resume)")
-    with open(path / results.METRICS, newline="") as f:
-        rows = list(csv.reader(f))
+    try:
+        with open(path / results.METRICS, newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise ConfigError(f"cannot read {path / results.METRICS} ({error})") from None
     if len(rows) < 2 or rows[0][:2] != ["update", "env_steps"]:
         raise ConfigError(f"{path / results.METRICS} is not a purerl metrics file")
-    values = np.array([[float(v) if v else np.nan for v in row] for row in rows[1:]])
+    if any(len(row) != len(rows[0]) for row in rows[1:]):
+        raise ConfigError(f"{path / results.METRICS} is cut short or damaged (rows of different lengths)")
+    try:
+        values = np.array([[float(v) if v else np.nan for v in row] for row in rows[1:]])
+    except ValueError as error:
+        raise ConfigError(f"{path / results.METRICS} is damaged ({error})") from None
     return Run(path, config, {name: values[:, i] for i, name in enumerate(rows[0])})
 
 
@@ -129,13 +139,28 @@ def summary_rows(runs: list[Run]) -> list[dict]:
         path = run.path / results.SUMMARY
         if not path.is_file():
             raise ConfigError(f"{run.path} has no {results.SUMMARY} (the run has not finished)")
-        summary = json.loads(path.read_text())
-        by_member = summary["final_return_by_member"]
-        for setting, s in summary["final_return_by_setting"].items():
-            seeds = [v for name, v in by_member.items()
-                     if setting == "default" or name.rpartition(",seed=")[0] == setting]
-            rows.append({"run": label, "env": summary["env"], "setting": setting, "stats": s, "per_seed": seeds})
+        try:
+            summary = json.loads(path.read_text())
+            by_member = summary["final_return_by_member"]
+            for setting, s in summary["final_return_by_setting"].items():
+                seeds = [v for name, v in by_member.items()
+                         if setting == "default" or name.rpartition(",seed=")[0] == setting]
+                _check_row(s, seeds)
+                rows.append({"run": label, "env": str(summary["env"]), "setting": str(setting), "stats": s,
+                             "per_seed": seeds})
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+            raise ConfigError(f"{path} is not a summary purerl wrote, or is damaged ({type(error).__name__}: "
+                              f"{error})") from None
     return rows
+
+
+def _check_row(s, seeds: list) -> None:
+    """What `print_summary` formats: numbers (or null where nothing was measured)."""
+    number = lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))  # noqa: E731
+    needed = ["n", "iqm"] + (["ci95_low", "ci95_high"] if isinstance(s.get("n"), int) and
+                             s["n"] >= MIN_SEEDS_FOR_CI else [])
+    if not all(number(s[key]) for key in needed) or not isinstance(s["n"], int) or not all(map(number, seeds)):
+        raise ValueError("a statistic that is not a number")
 
 
 def print_summary(runs: list[Run]) -> None:
@@ -171,10 +196,13 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out must name a .png file, got {out}")
     if out.is_dir():
         raise ConfigError(f"--out {out} is a directory; name a .png file")
+    rundir.check_replaceable(out, "--out")
     missing = [run.path.name for run in runs if args.metric not in run.metrics()]
     if missing:
         raise ConfigError(f"unknown metric '{args.metric}' in {missing[0]}; choose from {', '.join(runs[0].metrics())}")
     rundir.check_writable(out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
-    print(f"saved {plot(runs, out, args.metric)}")
+    path = plot(runs, out, args.metric)
+    rundir.mark_written(path)  # a later `plot --out` may replace it
+    print(f"saved {path}")
     return 0

@@ -24,6 +24,13 @@ import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _pending: str | None = None  # the name of a signal no `StopRequested` has honoured yet
+_heard = 0  # signals heard by the open blocks; the second one ends the process, even after the first was honoured
+_depth = 0  # graceful_stop blocks open now (the CLI opens one around a whole command, runs open their own inside)
+
+
+def pending() -> str | None:
+    """The signal that asked this process to stop and that no `StopRequested` has honoured yet, if any."""
+    return _pending
 
 
 class StopRequested(Exception):
@@ -61,9 +68,12 @@ class graceful_stop:
         return _pending
 
     def __enter__(self) -> graceful_stop:
+        global _heard, _depth
         if threading.current_thread() is not threading.main_thread():
             return self
-        self._heard = 0 if _pending is None else 1  # a request carried over makes the next signal the second
+        if _depth == 0:  # the outermost block: a request carried over makes the next signal the second
+            _heard = 0 if _pending is None else 1
+        _depth += 1
         self._previous = {s: signal.signal(s, self._handle) for s in SIGNALS}
         read, write = os.pipe()
         os.set_blocking(write, False)  # the C handler must never block on it
@@ -85,17 +95,18 @@ class graceful_stop:
                     self._heard_one(signal.Signals(number).name)
 
     def _heard_one(self, name: str) -> None:
-        global _pending
-        self._heard += 1
-        if self._heard > 1:
+        global _pending, _heard
+        _heard += 1
+        if _heard > 1:
             tell(f"purerl: {name} again; stopping at once (a run resumes from its last checkpoint)")
             os._exit(128 + signal.Signals[name].value)
         _pending = _pending or name
         tell(f"purerl: {name} received; stopping after this chunk with a checkpoint (send it again to stop at once)")
 
     def __exit__(self, exc_type, exc, traceback) -> None:
-        global _pending
+        global _pending, _depth
         if self._pipe is not None:
+            _depth -= 1
             signal.set_wakeup_fd(self._previous_wakeup)
             for sig, handler in self._previous.items():
                 signal.signal(sig, handler)

@@ -40,5 +40,15 @@ def record(metrics: dict[str, jax.Array], index: jax.Array, row: dict[str, jax.A
 
 
 def as_float_arrays(hp):
-    """Traced hyperparameters as float32 arrays (a NamedTuple of the same type)."""
+    """Traced hyperparameters as float32 arrays (a NamedTuple of the same type), checked when known on the host."""
+    from purerl.config import validate_concrete
+
+    validate_concrete(hp)
     return type(hp)(*(jnp.asarray(v, jnp.float32) for v in hp))
+
+
+def check_config(config, algorithm: str) -> None:
+    """`make_train` takes a config object (`PPOConfig(env="CartPole-v1")`), not an env name or a dict."""
+    if not hasattr(config, "validate"):
+        raise TypeError(f"make_train for {algorithm} needs its config object (such as {algorithm}Config(env=...)), "
+                        f"got {type(config).__name__} {config!r:.60}")

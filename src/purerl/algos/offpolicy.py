@@ -141,6 +141,7 @@ class OffPolicyActorCritic(loop.UpdateLoop):
     TARGETS: tuple[str, ...] = ("actor", "critic")
 
     def __init__(self, config: OffPolicyConfig, env: envs.Env | None = None):
+        loop.check_config(config, type(self).__name__)
         config.validate()
         self.config = config
         self.env = env if env is not None else envs.make(config.env)

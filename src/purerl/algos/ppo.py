@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import optax
 
 from purerl import envs
+from purerl.algos.loop import check_config
 from purerl.algos.objectives import clipped_l2, ppo_clip
 from purerl.algos.shuffle import permutation as random_permutation
 from purerl.config import ConfigError, HyperParams, PPOConfig
@@ -96,6 +97,7 @@ class PPO:
 
     def __init__(self, config: PPOConfig, env: envs.Env | None = None, objective=ppo_clip, value_loss=clipped_l2,
                  observe=None, network=None):
+        check_config(config, type(self).__name__)
         config.validate()
         self.config = config
         self.env = env if env is not None else envs.make(config.env)

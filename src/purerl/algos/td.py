@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from purerl import envs
-from purerl.algos.loop import UpdateLoop
+from purerl.algos.loop import UpdateLoop, check_config
 from purerl.config import ConfigError
 from purerl.qnets import QNetwork
 
@@ -100,6 +100,7 @@ class QLearner(UpdateLoop):
     layer_norm = False  # PQN's Q-network normalises every hidden layer
 
     def __init__(self, config, env: envs.Env | None = None, td_loss=l2):
+        check_config(config, type(self).__name__)
         config.validate()
         self.config = config
         self.env = env if env is not None else envs.make(config.env)

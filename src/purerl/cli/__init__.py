@@ -7,14 +7,18 @@ Heavy imports (JAX, the algorithms) happen inside the handlers, so `--help` and 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 
-from purerl import host_devices
+from purerl import host_devices, rundir
 from purerl.cli import meta, tools, train
 from purerl.cli.args import EXIT_USAGE, Parser
 from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
 from purerl.config import ConfigError
-from purerl.stopping import StopRequested, tell
+from purerl.stopping import StopRequested, graceful_stop, pending, tell
+
+GRACEFUL = {"train", "compare", "evolve", "act", "mfos", "analyze"}  # the commands that train and checkpoint
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +46,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if host_devices.PROBLEM:
             raise ConfigError(host_devices.PROBLEM)
-        return args.run(args)
+        # A command that trains hears SIGINT/SIGTERM from its first line on, not only once its chunks run: a signal
+        # during the first compile is then neither lost (a KeyboardInterrupt raised inside a gc callback is
+        # ignored) nor a silent kill (SIGTERM's default), and a second one after a graceful stop exits 128 + N.
+        with graceful_stop() if args.command in GRACEFUL else contextlib.nullcontext(), rundir.locking():
+            code = args.run(args)  # every run directory it writes is held until it returns
+        heard = pending()
+        if heard is not None:  # heard when no run was left to stop: the work is done, the signal still said stop
+            tell(f"purerl: stopped by {heard} after the work had finished")
+            return 128 + signal.Signals[heard].value
+        return code
     except ConfigError as error:
         print(f"purerl: error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -64,6 +64,39 @@ def integers(text: str) -> tuple[int, ...]:
     return tuple(integer(v) for v in text.split(","))
 
 
+def seed(text: str) -> int:
+    """A PRNG seed: an integer in [0, MAX_SEED] (one uint32 key)."""
+    value = integer(text)
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"a seed must lie in [0, {MAX_SEED}], got {text}")
+    return value
+
+
+def at_most(limit: int, kind=None):
+    """A positive integer up to `limit`: a count beyond it only ends in a memory error or a run that never ends."""
+    def parse(text: str) -> int:
+        value = positive(kind or integer)(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"expected at most {limit:,}, got '{text}'")
+        return value
+    return parse
+
+
+NAME_MAX = 255  # bytes in one file name on the common file systems
+PATH_MAX = 4096
+
+
+def path(text: str) -> Path:
+    """A file or folder path: never empty (Path('') is the current folder), never longer than a file system takes."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got ''")
+    long = [part for part in text.split("/") if len(part.encode(errors="surrogateescape")) > NAME_MAX]
+    if long or len(text.encode(errors="surrogateescape")) >= PATH_MAX:
+        raise argparse.ArgumentTypeError(f"path too long (at most {NAME_MAX} bytes a name, {PATH_MAX - 1} in all): "
+                                         f"'{text[:40]}...'")
+    return Path(text)
+
+
 def positive(kind):
     def parse(text: str):
         value = kind(text)

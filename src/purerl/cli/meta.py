@@ -6,8 +6,12 @@ import argparse
 from pathlib import Path
 
 from purerl import rundir
-from purerl.cli.args import add_distributed_flags, default_out, finite_float, integer, is_writer, join_processes, positive
+from purerl.cli.args import (add_distributed_flags, at_most, default_out, finite_float, integer, is_writer,
+                             join_processes, path, positive, seed)
 from purerl.config import ConfigError
+
+
+MAX_HELD_OUT_SEEDS = 2**12  # value-loss held-out seeds: 256 are published; far more do not fit in memory
 
 
 def add_evolve(sub) -> None:
@@ -34,7 +38,7 @@ def add_evolve(sub) -> None:
     evolve.add_argument("--memory-budget-mb", type=positive(finite_float),
                         help="evaluate in chunks that fit this much memory per device (XLA memory analysis)")
     add_distributed_flags(evolve)
-    evolve.add_argument("--out", type=Path, help="run directory (default runs/evolve-TASK-TIMESTAMP)")
+    evolve.add_argument("--out", type=path, help="run directory (default runs/evolve-TASK-TIMESTAMP)")
     evolve.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     evolve.add_argument("--overwrite", action="store_true", help="replace the purerl run in --out")
     evolve.add_argument("--no-progress", action="store_true")
@@ -46,8 +50,8 @@ def add_analyze(sub) -> None:
     analyze.add_argument("what", choices=["value-loss", "drift"])
     analyze.add_argument("run_dir", help="value-loss: comma-separated evolve runs (one per ES seed) or their "
                          "committed copies; drift: ppo, dpo, or comma-separated LPO runs/params paths")
-    analyze.add_argument("--out", type=Path, help="drift: where to write (default RUN/analysis)")
-    analyze.add_argument("--report", type=Path,
+    analyze.add_argument("--out", type=path, help="drift: where to write (default RUN/analysis)")
+    analyze.add_argument("--report", type=path,
                          help="value-loss: markdown written here, with .json and a folder of plots and params beside it "
                          "(default FIRST_RUN/analysis/value_loss.md; docs/results/value_loss.md regenerates the docs)")
     analyze.add_argument("--seeds", type=integer, default=64, help="value-loss: held-out seeds at the training budget")
@@ -67,11 +71,11 @@ def add_act(sub) -> None:
     act.add_argument("--generations", type=integer)
     act.add_argument("--seed", type=integer)
     act.add_argument("--max-parallel", type=integer)
-    act.add_argument("--runs-dir", type=Path, default=Path("runs/act"), help="evolve runs go to RUNS_DIR/ENV/...")
-    act.add_argument("--report", type=Path, help="evaluate every run present and regenerate this markdown, "
+    act.add_argument("--runs-dir", type=path, default=Path("runs/act"), help="evolve runs go to RUNS_DIR/ENV/...")
+    act.add_argument("--report", type=path, help="evaluate every run present and regenerate this markdown, "
                      "evaluations and evolved parameters in REPORT's stem folder, provenance in manifest.json "
                      "(an evolve run without it only evolves; --from-params defaults it to RUNS_DIR/ENV/report.md)")
-    act.add_argument("--from-params", type=Path, help="evaluate the evolved parameters in this folder (a --runs-dir "
+    act.add_argument("--from-params", type=path, help="evaluate the evolved parameters in this folder (a --runs-dir "
                      "ENV folder or a report's params/ folder) instead of evolving")
     act.add_argument("--resume", action="store_true",
                      help="continue the evolve runs under --runs-dir (and start the phase's missing ones)")
@@ -123,7 +127,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         learned = [p for p in args.run_dir.split(",") if p and p not in ("ppo", "dpo")]
         sources = ["ppo", "dpo", *learned]
         default_out = Path(learned[0]) / "analysis" if learned else Path("runs") / "drift"
-        report = lpo.analyze_drift(sources, args.out or default_out)
+        out = args.out or default_out
+        _check_drift_out(out)
+        report = lpo.analyze_drift(sources, out)
+        rundir.mark_written(Path(report["plot"]))
         for label, f in report["features"].items():
             edges = ", ".join(f"A = {a}: r < {r:.2f}" for a, r in f["rollback_below_r"].items() if r is not None)
             print(f"{label:14s} rollback: {edges or 'none'}; cautious optimism: drift {f['optimism_mean_drift_inside_clip']:.4f} "
@@ -135,13 +142,17 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from purerl import provenance
     from purerl.studies import value_loss_report
 
-    sources = [Path(p) for p in args.run_dir.split(",") if p]
+    sources = [Path(p) for p in args.run_dir.split(",") if p.strip()]
+    if not sources:
+        raise ConfigError(f"value-loss needs at least one evolve run, got '{args.run_dir}'")
     for source in sources:
         if not (source / "config.json").is_file():
             raise ConfigError(f"{source} is not a purerl run directory (no config.json)")
     for flag, value in (("--seeds", args.seeds), ("--transfer-seeds", args.transfer_seeds)):
         if value is not None and value < 10:
             raise ConfigError(f"{flag} must be at least 10 (a 95% CI needs 10 seeds), got {value}")
+        if value is not None and value > MAX_HELD_OUT_SEEDS:  # beyond it, a MemoryError after the first files
+            raise ConfigError(f"{flag} must be at most {MAX_HELD_OUT_SEEDS:,}, got {value:,}")
     stages = tuple(value_loss_report.STAGES if args.stages is None else [s for s in args.stages.split(",") if s])
     unknown = [s for s in stages if s not in value_loss_report.STAGES]
     if unknown or not stages:
@@ -159,7 +170,51 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _drift_record(path: Path) -> bool:
+    """`path` is a drift.json that `analyze drift` wrote: each drift's named features."""
+    import json
+
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return (isinstance(record, dict) and bool(record)
+            and all(isinstance(f, dict) and "rollback_below_r" in f for f in record.values()))
+
+
+def _check_drift_out(out: Path) -> None:
+    """Refuse to replace a drift.json or drift.png in OUT that `analyze drift` did not write."""
+    if not out.is_dir():
+        return
+    rundir.check_replaceable(out / "drift.json", "--out", own=_drift_record)
+    ours = _drift_record(out / "drift.json")  # the maps beside a drift record are its own
+    rundir.check_replaceable(out / "drift.png", "--out", own=lambda path: ours or rundir.written_by_purerl(path))
+
+
 def cmd_act(args: argparse.Namespace) -> int:
     from purerl.studies import act_cli
 
+    if args.resume and args.overwrite:
+        raise ConfigError("--resume and --overwrite exclude each other")
+    if args.from_params is not None:
+        _check_evolved(act_cli, args.from_params, args.phase)
     return act_cli.run_cli(args)
+
+
+def _check_evolved(act_cli, source: Path, phase: str) -> None:
+    """Every evolved run that `act --from-params` would copy beside the report and evaluate reads back (its
+    config.json, generations.csv and parameters), before anything is copied or compiled."""
+    import json
+
+    from flax import serialization
+
+    for *_, run in act_cli.evolved_runs(source, phase):
+        try:
+            config = json.loads((run / act_cli.results.CONFIG).read_text())
+            if not isinstance(config, dict) or not isinstance(config.get("es"), dict):
+                raise ValueError("its config.json holds no ES settings")
+            act_cli._generations(run)
+            serialization.msgpack_restore((run / act_cli.MEAN_PARAMS).read_bytes())
+        except Exception as error:  # noqa: BLE001  whatever a damaged file raises (msgpack, csv, JSON)
+            raise ConfigError(f"--from-params: {run} is not an evolved run purerl can read "
+                              f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})") from None

@@ -6,29 +6,36 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
-from purerl.cli.args import integer, positive, positive_ints
-from purerl.config import ConfigError
+from purerl.cli.args import at_most, integer, path, positive, positive_ints
+from purerl.config import MAX_INT32, MAX_MEMBERS, ConfigError
+
+
+MAX_REPEATS = 1000  # timed runs per width: more only never ends
 
 
 def add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
-    bench.add_argument("--task", choices=["cartpole", "minatar", "dqn", "pqn", "all", "evolve"], default="cartpole",
-                       help="cartpole and minatar: PPO; dqn, pqn: those on CartPole; evolve: meta-evolution throughput "
+    bench.add_argument("--task", choices=["cartpole", "minatar", "dqn", "pqn", "sac", "td3", "all", "evolve"],
+                       default="cartpole",
+                       help="cartpole and minatar: PPO; dqn, pqn: those on CartPole; sac, td3: those on Pendulum-v1 "
+                            "(not in all: about 3 h on 2 cores); evolve: meta-evolution throughput "
                             "(value-loss study; --preset cpu, or gpu for paper)")
     bench.add_argument("--preset", choices=["cpu", "gpu"], default="cpu", help="widths per task (gpu: up to 2048)")
     bench.add_argument("--seeds", help="comma-separated widths, overriding the preset (e.g. 1,8,64)")
-    bench.add_argument("--repeats", type=integer, default=3, help="timed runs per width (median reported)")
+    bench.add_argument("--repeats", type=integer, default=3,
+                       help=f"timed runs per width (median reported; at most {MAX_REPEATS})")
     bench.add_argument("--peers", default="sb3,rejax", help="comma-separated peers, or none")
-    bench.add_argument("--total-timesteps", type=positive(integer), help="steps per agent (default: the task's)")
+    bench.add_argument("--total-timesteps", type=at_most(MAX_INT32), help="steps per agent (default: the task's)")
     bench.add_argument("--devices", help="comma-separated device counts: measure scaling with devices instead")
-    bench.add_argument("--purejaxrl", type=Path, metavar="PATH",
+    bench.add_argument("--purejaxrl", type=path, metavar="PATH",
                        help="a checkout of luchris429/purejaxrl: adds its own ppo.py as a peer")
     bench.add_argument("--cores", type=positive(integer), metavar="N",
                        help="pin every measured process, purerl's and each peer's, to the first N cores (its own "
                             "section): per-core efficiency, whatever threads or devices a system would use")
-    bench.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
+    bench.add_argument("--out", type=path, default=Path("docs/benchmarks.md"))
     bench.set_defaults(run=cmd_bench)
 
 
@@ -81,6 +88,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     device_counts = positive_ints("--devices", args.devices)
     if args.repeats <= 0:
         raise ConfigError(f"--repeats must be positive, got {args.repeats}")
+    if args.repeats > MAX_REPEATS:
+        raise ConfigError(f"--repeats must be at most {MAX_REPEATS}, got {args.repeats:,}")
+    too_wide = [w for w in custom or () if w > MAX_MEMBERS]
+    if too_wide:
+        raise ConfigError(f"--seeds must be at most {MAX_MEMBERS:,} agents a width, got {too_wide[0]:,}")
     if args.task == "evolve":
         ignored = [flag for flag, value in (("--seeds", args.seeds), ("--devices", args.devices),
                                              ("--total-timesteps", args.total_timesteps)) if value is not None]
@@ -160,9 +172,9 @@ def add_runs(sub) -> None:
     for name, help_text in (("plot", "overlay runs (and their grid settings) as IQM curves with 95%% bootstrap bands"),
                             ("summary", "one table of the final returns of runs, with 95%% CIs")):  # argparse %-formats
         compare_runs = sub.add_parser(name, help=help_text)
-        compare_runs.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="purerl train run directories")
+        compare_runs.add_argument("runs", nargs="+", type=path, metavar="RUN", help="purerl train run directories")
         if name == "plot":
-            compare_runs.add_argument("--out", type=Path, required=True, metavar="FILE.png")
+            compare_runs.add_argument("--out", type=path, required=True, metavar="FILE.png")
             compare_runs.add_argument("--metric", default="episode_return", help="a metrics.csv column (default return)")
         compare_runs.set_defaults(run=cmd_runs)
 

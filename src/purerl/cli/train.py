@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_train_flags, default_out, finite_float, integer,
-                             is_writer, join_processes, positive)
+from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_train_flags, at_most, default_out, finite_float,
+                             integer, is_writer, join_processes, path, positive, seed)
 from purerl.config import MAX_MEMBERS, ConfigError
 
 
@@ -19,7 +19,7 @@ def add_train(sub) -> None:
     train.add_argument("--algo", default="ppo", choices=["ppo", "dqn", "pqn", "sac", "td3"], help="algorithm (default ppo)")
     train.add_argument("--network", default="mlp", choices=["mlp", "gru"], help="gru: a recurrent agent (ppo)")
     train.add_argument("--objective", default="ppo", help="policy objective: ppo, dpo, or lpo:PATH")
-    train.add_argument("--out", type=Path, help="run directory (default runs/ENV-TIMESTAMP)")
+    train.add_argument("--out", type=path, help="run directory (default runs/ENV-TIMESTAMP)")
     train.add_argument("--resume", action="store_true",
                        help="continue the run in --out from its checkpoint (alone: with the settings it recorded)")
     train.add_argument("--overwrite", action="store_true", help="replace whatever run is in --out")
@@ -27,7 +27,7 @@ def add_train(sub) -> None:
                        help="checkpoint at most this often (and always at the end, and on SIGINT/SIGTERM)")
     train.add_argument("--log", action="append", choices=["tensorboard", "wandb"], default=[],
                        help="also log every member and the aggregate once per chunk (repeatable)")
-    train.add_argument("--config", type=Path, metavar="RUN/config.json",
+    train.add_argument("--config", type=path, metavar="RUN/config.json",
                        help="rerun exactly the experiment recorded there; other flags replace single fields")
 
     add_distributed_flags(train)
@@ -38,20 +38,26 @@ def add_compare(sub) -> None:
     compare = sub.add_parser("compare", help="train several policy objectives on identical seeds")
     add_train_flags(compare, default_seeds=16)
     compare.add_argument("--objectives", default="ppo,dpo", help="comma-separated: ppo, dpo, lpo:PATH")
-    compare.add_argument("--runs-dir", type=Path, default=Path("runs/compare"), help="where the full runs go")
+    compare.add_argument("--runs-dir", type=path, default=Path("runs/compare"), help="where the full runs go")
     compare.add_argument("--resume", action="store_true",
                          help="continue each objective's run in --runs-dir from its checkpoint (finished runs are kept)")
-    compare.add_argument("--report", type=Path, help="markdown regenerated here, per-env JSON and plots beside it in "
+    compare.add_argument("--overwrite", action="store_true",
+                         help="replace the purerl runs of these objectives already in --runs-dir")
+    compare.add_argument("--report", type=path, help="markdown regenerated here, per-env JSON and plots beside it in "
                          "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/report.md)")
     compare.set_defaults(run=cmd_compare)
 
 
+MAX_EPISODES = 2**20  # episodes per member in one evaluation: beyond it only a memory error (or an abort)
+
+
 def add_eval(sub) -> None:
     evaluate = sub.add_parser("eval", help="evaluate the greedy policy of a run")
-    evaluate.add_argument("run_dir", type=Path)
-    evaluate.add_argument("--episodes", type=positive(integer), default=100)
-    evaluate.add_argument("--seed", type=integer, default=12345)
-    evaluate.add_argument("--gif", type=Path, nargs="?", const=Path("episode.gif"),
+    evaluate.add_argument("run_dir", type=path)
+    evaluate.add_argument("--episodes", type=at_most(MAX_EPISODES), default=100,
+                          help=f"greedy episodes per member (at most {MAX_EPISODES:,})")
+    evaluate.add_argument("--seed", type=seed, default=12345)
+    evaluate.add_argument("--gif", type=path, nargs="?", const=Path("episode.gif"),
                           help="save an animation of one episode of member 0 (default RUN/episode.gif)")
     evaluate.set_defaults(run=cmd_eval)
 
@@ -185,6 +191,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError(f"--objectives needs at least two objectives, got '{args.objectives}'")
     report = provenance.check_report(args.report or args.runs_dir / "report.md", "dpo")
     results_dir = report.parent / report.stem
+    _check_compare_outputs(args, spec.config.env, objectives, report, results_dir)
     started = time.perf_counter()
     record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",
                              progress=not args.no_progress, resume=args.resume)
@@ -200,6 +207,38 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sessions_record(path: Path) -> bool:
+    """`path` is a sessions.json that `compare` wrote: a list of sessions' facts."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(record, list) and all(isinstance(s, dict) and {"commit", "date"} <= s.keys() for s in record)
+
+
+def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[str], report: Path,
+                           results_dir: Path) -> None:
+    """Before anything compiles: a comparison already in --runs-dir is continued (--resume) or replaced
+    (--overwrite), never replaced silently, and no file purerl did not write is replaced."""
+    from purerl import compare, provenance, rundir
+
+    if args.resume and args.overwrite:
+        raise ConfigError("--resume and --overwrite exclude each other")
+    env_dir = args.runs_dir / env
+    if not (args.resume or args.overwrite):
+        for objective in objectives:
+            run = env_dir / compare._label(objective)
+            if rundir.marked(run) and not rundir.only_marker(run):  # not purerl's at all: `prepare` says so
+                raise ConfigError(f"{run} already holds a run; pass --resume to continue the comparison, or "
+                                  "--overwrite to replace it (or choose another --runs-dir)")
+    rundir.check_replaceable(env_dir / compare.SESSIONS, "--runs-dir", own=_sessions_record)
+    if not provenance.read_manifest(report.parent).get(report.name):  # a new report: its folder is not purerl's yet
+        for name in (f"{compare._slug(env)}.json", f"{compare._slug(env)}.png"):
+            if (results_dir / name).exists() or (results_dir / name).is_symlink():
+                raise ConfigError(f"refusing to replace {results_dir / name}: purerl did not write it (no "
+                                  f"{provenance.MANIFEST} beside {report} lists the report); choose another --report")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
@@ -212,6 +251,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.gif is not None:  # checked before the evaluation compiles
         gif = args.gif if args.gif.is_absolute() or args.gif.parent != Path(".") else args.run_dir / args.gif
         check_gif(gif, train.env)
+        from purerl import rundir
+
+        default = gif.resolve() == (args.run_dir / "episode.gif").resolve() and rundir.marked(args.run_dir)
+        rundir.check_replaceable(gif, "--gif", own=lambda path: default or rundir.written_by_purerl(path))
     key = jax.random.PRNGKey(args.seed)
     returns = jax.jit(jax.vmap(lambda p, s: evaluate(train, p, s, key, args.episodes)))(state.params, state.obs_stats)
     returns = np.asarray(returns)  # [members, episodes]
@@ -230,5 +273,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if gif is not None:
         pick = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
         render_gif(Policy(train, pick(state.params), pick(state.obs_stats), members.label(0)), gif)
+        rundir.mark_written(gif)  # a later `eval --gif` may replace it
         print(f"saved {gif}")
     return 0

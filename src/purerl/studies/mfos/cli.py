@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from purerl import provenance, results, rundir
+from purerl.cli.args import path
 from purerl.config import ConfigError
 from purerl.studies.mfos import run_report
 from purerl.studies.mfos.markdown import write_report
@@ -51,15 +52,15 @@ def add_arguments(subparsers) -> None:
     parser.add_argument("--scoring", choices=SCORING,
                         help="authors (default): one unscored learning step before the 100 scored ones, as in the "
                              "authors' reset; count-first: score all 100 steps from the N(0, 1) start")
-    parser.add_argument("--out", type=Path, help="run directory (default runs/mfos-GAME-OPPONENT-TIME, "
+    parser.add_argument("--out", type=path, help="run directory (default runs/mfos-GAME-OPPONENT-TIME, "
                                                   "table: runs/mfos-table-TIME); everything is written under it")
     parser.add_argument("--overwrite", action="store_true", help="train: replace a non-empty --out")
     parser.add_argument("--resume", action="store_true",
                         help="train: continue the run in --out from its last checkpoint (same settings)")
-    parser.add_argument("--merge", type=Path, nargs="+",
+    parser.add_argument("--merge", type=path, nargs="+",
                         help="report: first add the games of these table.json files (table runs of single games "
                              "with the same settings and seeds) to the report's data, with their plots")
-    parser.add_argument("--report", type=Path,
+    parser.add_argument("--report", type=path,
                         help="regenerate a published report: table: write the markdown here instead of under --out, "
                              "its data and plots in REPORT_STEM/ beside it (docs/results/mfos.md); train (a matrix "
                              "game, or coin): also write this report of the run, its plots and agents in "
