@@ -1,8 +1,6 @@
 """DQN and PQN through the shared layers: many seeds in one program, chunked checkpoints that resume
 bit-for-bit, the run directory, and the CLI."""
 
-import json
-
 import jax
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ from purerl import experiment
 from purerl.algos.dqn import DQNConfig, DQNHyperParams
 from purerl.algos.pqn import PQNConfig, PQNHyperParams
 from purerl.cli import main
+from resume_check import assert_resume_is_bit_exact
 
 TINY = {
     "dqn": (DQNConfig(num_envs=4, num_steps=8, total_timesteps=4 * 8 * 6, buffer_size=64, buffer_batch_size=16,
@@ -24,16 +23,8 @@ TINY = {
 @pytest.mark.parametrize("algo", ["dqn", "pqn"])
 def test_resume_after_interruption_equals_uninterrupted_run_over_three_seeds(algo, tmp_path):
     config, hp = TINY[algo]
-    spec = experiment.TrainSpec(config=config, hyperparams=hp, seeds=[0, 1, 2], algo=algo)
-    full = experiment.run(spec, tmp_path / "full", progress=False, chunk_updates=2)
-    assert experiment.run(spec, tmp_path / "cut", progress=False, chunk_updates=2, stop_after_chunks=1) is None
-    resumed = experiment.run(spec, tmp_path / "cut", resume=True, progress=False, chunk_updates=2)
-    assert resumed["resumed_from_update"] == 2
-    assert resumed["final_return_by_member"] == full["final_return_by_member"]
-    assert (tmp_path / "cut" / "metrics.csv").read_text() == (tmp_path / "full" / "metrics.csv").read_text()
-    assert len(set(full["final_return_by_member"].values())) == 3  # three seeds, three different runs
-    saved = json.loads((tmp_path / "full" / "config.json").read_text())
-    assert saved["algo"] == algo and experiment.TrainSpec.from_json(saved) == spec
+    assert_resume_is_bit_exact(experiment.TrainSpec(config=config, hyperparams=hp, seeds=[0, 1, 2], algo=algo),
+                               tmp_path)
 
 
 @pytest.mark.slow  # two more compiles; the fast resume test already runs three seeds in one program

@@ -472,7 +472,7 @@ def record_fingerprints(at: str, results_dir: Path = RESULTS_DIR, log=print) -> 
     """One-off migration of parts made before fingerprints: each part that is current by its source hash at commit
     AT (clean, one source, a registered command, and the source hash of its study's files at AT equal to the one
     it recorded) gets the fingerprint computed at AT, in a temporary `git worktree` of AT with this checkout's
-    `fingerprint.py` copied in; the other parts are left as they are (stale by source hash). Parts that already
+    the `fingerprint` package copied in; the other parts are left as they are (stale by source hash). Parts that already
     have a fingerprint are kept. Returns {document: [parts given a fingerprint]}."""
     import shutil
     import sys
@@ -498,7 +498,8 @@ def record_fingerprints(at: str, results_dir: Path = RESULTS_DIR, log=print) -> 
     if _git("worktree", "add", "--detach", str(tree), commit) is None:
         raise ConfigError(f"could not make a git worktree of {commit[:10]} at {tree}")
     try:
-        shutil.copyfile(fingerprint.__file__, tree / "src" / "purerl" / "fingerprint.py")
+        shutil.copytree(Path(fingerprint.__file__).parent, tree / "src" / "purerl" / "fingerprint",
+                        ignore=shutil.ignore_patterns("__pycache__"))
         env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PURERL_FINGERPRINT_CACHE": "0"}
         log(f"computing fingerprints at {commit[:10]} in {tree} for {len(wanted)} parts ...")
         done = subprocess.run([sys.executable, "-c", _AT_COMMIT], input=json.dumps(wanted), capture_output=True,

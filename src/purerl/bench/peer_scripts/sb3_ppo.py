@@ -66,24 +66,11 @@ def main() -> None:
     import gymnasium
     import torch
     from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
+    from sb3_common import EpisodeLog
     from stable_baselines3.common.env_util import make_vec_env
 
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
-
-    class EpisodeLog(BaseCallback):
-        """Records (timestep, return) of every finished episode (Monitor's info['episode'])."""
-
-        def __init__(self):
-            super().__init__()
-            self.episodes: list[tuple[int, float]] = []
-
-        def _on_step(self) -> bool:
-            for info in self.locals.get("infos", ()):
-                if "episode" in info:
-                    self.episodes.append((self.num_timesteps, float(info["episode"]["r"])))
-            return True
 
     updates = num_updates(args.total_timesteps)
     batch = C["num_envs"] * C["num_steps"]

@@ -44,21 +44,8 @@ def main() -> None:
     import gymnasium
     import jax
     from sbx import SAC as SbxSAC
-    from stable_baselines3.common.callbacks import BaseCallback
+    from sb3_common import EpisodeLog
     from stable_baselines3.common.env_util import make_vec_env
-
-    class EpisodeLog(BaseCallback):
-        """Records (timestep, return) of every finished episode (Monitor's info['episode'])."""
-
-        def __init__(self):
-            super().__init__()
-            self.episodes: list[tuple[int, float]] = []
-
-        def _on_step(self) -> bool:
-            for info in self.locals.get("infos", ()):
-                if "episode" in info:
-                    self.episodes.append((self.num_timesteps, float(info["episode"]["r"])))
-            return True
 
     steps_per_agent = -(-args.total_timesteps // STEPS_PER_UPDATE) * STEPS_PER_UPDATE  # purerl's whole rows
     measured = args.seeds if args.max_measured_seeds is None else max(1, min(args.seeds, args.max_measured_seeds))
