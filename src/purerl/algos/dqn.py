@@ -91,6 +91,7 @@ PRESETS = {
 
 
 def default_preset(env_name: str, discrete: bool) -> str:
+    td.discrete_only("DQN", env_name, discrete)
     return "classic"
 
 

@@ -94,6 +94,7 @@ PRESETS = {
 
 
 def default_preset(env_name: str, discrete: bool) -> str:
+    td.discrete_only("PQN", env_name, discrete)
     return "minatar" if env_name.endswith("-MinAtar") else "classic"
 
 

@@ -76,6 +76,13 @@ def huber(q, target, meta_params, hp) -> jax.Array:
 TD_LOSSES = {"l2": l2, "huber": huber}
 
 
+def discrete_only(algorithm: str, env_name: str, discrete: bool) -> None:
+    """A value-based learner's preset choice starts here: a continuous env is refused for the real reason, not
+    because no preset fits it."""
+    if not discrete:
+        raise ConfigError(f"{algorithm} needs discrete actions; {env_name} has continuous ones")
+
+
 def episode_row(episode_done, episode_return, episode_length) -> dict[str, jax.Array]:
     """Mean return and length of the episodes that ended in an update (NaN if none), and how many ended."""
     ended = episode_done.astype(jnp.float32)
