@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from purerl import experiment, rundir
+from purerl import experiment, rundir, runlock
 from purerl.cli import main
 
 SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "1",
@@ -153,7 +153,7 @@ def test_a_run_directory_held_by_a_live_process_is_refused_and_a_stale_lock_is_t
     run = fake_run(tmp_path / "run", {"command": "train"})
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        (run / rundir.LOCK).write_text(json.dumps({"pid": holder.pid, "host": socket.gethostname()}))
+        (run / runlock.LOCK).write_text(json.dumps({"pid": holder.pid, "host": socket.gethostname()}))
         before = snapshot(run)
         code, _, err = run_cli(capsys, "train", *SMALL, "--out", run, "--overwrite")
         assert code == 2 and f"being written by another purerl process (pid {holder.pid}" in err
@@ -161,10 +161,10 @@ def test_a_run_directory_held_by_a_live_process_is_refused_and_a_stale_lock_is_t
     finally:
         holder.kill()
         holder.wait()
-    with rundir.locking():  # as every CLI command holds what it writes
+    with runlock.locking():  # as every CLI command holds what it writes
         rundir.start(run, {"command": "train"}, resumed=False)  # its process is gone: a stale lock is taken over
-        assert json.loads((run / rundir.LOCK).read_text())["pid"] == os.getpid()
-    assert not (run / rundir.LOCK).exists()  # given back when the command ends
+        assert json.loads((run / runlock.LOCK).read_text())["pid"] == os.getpid()
+    assert not (run / runlock.LOCK).exists()  # given back when the command ends
 
 
 # --- a folder purerl left half-made is a fresh start ----------------------------------------------------------------

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import fingerprint, provenance
+from purerl import fingerprint, provenance, staleness
 from purerl.registry import STUDIES
 
 CARTPOLE = STUDIES["dpo"].commands[1]  # PPO, DPO and two LPO drifts on CartPole-v1
@@ -192,7 +192,7 @@ def test_check_compares_fingerprints_and_says_what_changed(tmp_path, monkeypatch
     no_brax = "UnknownEnvError: brax:ant needs Brax"
     monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False: {
         p: no_brax if p[1].startswith("brax") else new for p in wanted})
-    reasons = dict(provenance.stale_parts(results)[STUDIES["dpo"].document])
+    reasons = dict(staleness.stale_parts(results)[STUDIES["dpo"].document])
     assert reasons["CartPole-v1"] == "computation changed since abc1234567: program ppo run changed"
     assert "Acrobot-v1" not in reasons  # its recorded fingerprint is the current one
     assert reasons["Pendulum-v1"].startswith("source changed since abc1234567 (by source hash: no fingerprint")
@@ -210,16 +210,16 @@ def test_mark_writes_the_notice_and_clears_it_when_current(tmp_path, monkeypatch
     document = results / STUDIES["dpo"].document
     original = document.read_text()
     stale = {STUDIES["dpo"].document: [("CartPole-v1", "computation changed since abc: program ppo run changed")]}
-    provenance.mark(results, stale)
+    staleness.mark(results, stale)
     text = document.read_text()
     assert text.splitlines()[2] == provenance.NOTICE_START and "**CartPole-v1** (computation changed" in text
     assert f"- **CartPole-v1**{provenance.STALE_MARK}:" in text and f"| CartPole-v1{provenance.STALE_MARK} |" in text
     assert f"Acrobot-v1{provenance.STALE_MARK}" not in text
     manifest = json.loads((results / "manifest.json").read_text())[STUDIES["dpo"].document]["parts"]
     assert manifest["CartPole-v1"]["stale"].startswith("computation changed") and "stale" not in manifest["Acrobot-v1"]
-    provenance.mark(results, stale)
+    staleness.mark(results, stale)
     assert document.read_text() == text  # idempotent
-    provenance.mark(results, {})
+    staleness.mark(results, {})
     assert document.read_text() == original
 
 

@@ -171,10 +171,18 @@ def _fingerprint_of(study: Study, part: str, command: str) -> dict | None:
     from purerl import fingerprint
 
     if (study.name not in fingerprint.COVERED or part not in study.parts or not study.commands
-            or not _listed(study, command)):
+            or not listed(study, command)):
         return None
     found = fingerprint.many([(study.name, part)], workers=1, cache=False)[(study.name, part)]
     return found if isinstance(found, dict) else None
+
+
+def listed(study: Study, command: str) -> bool:
+    """Whether the registry lists `command`, up to `--resume` and the scratch folder `{runs}`: a budget or a
+    seed count changed in the registry stales the parts an older command made."""
+    command = " ".join(word for word in shlex.split(command) if word != "--resume")
+    return any(re.fullmatch(re.escape(registered).replace(re.escape("{runs}"), r"\S+"), command)
+               for registered in study.commands)
 
 
 def session_facts(study_name: str) -> dict:
@@ -261,56 +269,6 @@ def stale_notice(study_name: str, stale: dict[str, str]) -> list[str]:
             NOTICE_END, ""]
 
 
-def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
-    """Write `stale_parts`' verdict into the documents and manifests: each stale part's reason as `stale` in its
-    manifest entry, and in its document a notice at the top (after the title) and STALE_MARK beside the part (its
-    bullet in the provenance header, and a table row whose first cell is the part's name); a current part's
-    notice and marks are removed. Documents that change are returned. Generated text, like the rest."""
-    changed = []
-    for study in STUDIES.values():
-        path = Path(results_dir) / study.document
-        manifest = read_manifest(path.parent)
-        document = manifest.get(path.name)
-        if document is None or not path.exists():
-            continue
-        reasons = {part: why for part, why in stale.get(study.document, []) if part in document["parts"]}
-        for name, entry in document["parts"].items():
-            entry.pop("stale", None)
-            if name in reasons:
-                entry["stale"] = reasons[name]
-        write_atomic(path.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        old = path.read_text()
-        text = marked(old, study.name, reasons)
-        if text != old:
-            write_atomic(path, text)
-            changed.append(path)
-    return changed
-
-
-def marked(text: str, study_name: str, stale: dict[str, str]) -> str:
-    """`text` with its stale notice and marks replaced by those of `stale` ({part: why})."""
-    lines = text.split("\n")
-    if NOTICE_START in lines:
-        start = lines.index(NOTICE_START)
-        end = lines.index(NOTICE_END, start)
-        del lines[start:end + 2 if end + 1 < len(lines) and not lines[end + 1] else end + 1]
-    lines = [line.replace(STALE_MARK, "") for line in lines]
-    for i, line in enumerate(lines):
-        for name in stale:
-            if line.startswith(f"- **{name}**:"):
-                lines[i] = line.replace(f"- **{name}**:", f"- **{name}**{STALE_MARK}:", 1)
-            elif line.startswith(f"| {name} |"):
-                lines[i] = line.replace(f"| {name} |", f"| {name}{STALE_MARK} |", 1)
-    notice = stale_notice(study_name, stale)
-    if notice:
-        title = next((i for i, line in enumerate(lines) if line.startswith("# ")), -1)
-        at = title + 1
-        if title >= 0 and at < len(lines) and not lines[at]:
-            at += 1
-        lines[at:at] = notice
-    return "\n".join(lines)
-
-
 def describe(part: dict) -> str:
     m, b = part["machine"], part["budget"]
     where = m.get("accelerator") or f"{m['cpu']} ({m['cores']} cores)"
@@ -336,196 +294,3 @@ def describe(part: dict) -> str:
 def _seed_range(seeds: list[int]) -> str:
     contiguous = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
     return f"{seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 2 else ", ".join(map(str, seeds))
-
-
-def check(results_dir: Path = RESULTS_DIR, workers: int = 2, cache: bool = False,
-          refresh: bool = False) -> dict[str, list[str]]:
-    """{document: [reasons it is stale]} for every registered study whose document is not current.
-
-    A part with a recorded fingerprint (`purerl.fingerprint`) is stale when the computation its commands run
-    changed: the reason names the programs, host numerics, inputs or versions that moved. A part without one
-    (made before fingerprints) falls back to the source hash of its study's dependency files. Either way a part
-    is stale when it ran on uncommitted source, was resumed across source changes, or its command is no longer
-    registered.
-
-    A document's manifest is the one beside it, so a document outside docs/results/ (say "../benchmarks.md")
-    is checked against docs/manifest.json.
-    """
-    return {document: [f"{part}: {why}" if part else why for part, why in reasons]
-            for document, reasons in stale_parts(results_dir, workers, cache, refresh).items()}
-
-
-def stale_parts(results_dir: Path = RESULTS_DIR, workers: int = 2, cache: bool = False,
-                refresh: bool = False) -> dict[str, list[tuple]]:
-    """`check`'s reasons as (part or None, reason) per document; `cache`: reuse fingerprints computed from the same
-    source and store them (`fingerprint.many`), as `purerl results --check` does; `refresh`: store, not reuse."""
-    from purerl import fingerprint
-
-    documents = {}
-    for study in STUDIES.values():
-        path = Path(results_dir) / study.document
-        documents[study.name] = (path, read_manifest(path.parent).get(path.name))
-    wanted = [(name, part) for name, (_, document) in documents.items() if document
-              for part, entry in document["parts"].items()
-              if part in STUDIES[name].parts and "fingerprint" in entry and _plainly_current(STUDIES[name], entry)]
-    current = fingerprint.many(wanted, workers, cache, refresh) if wanted else {}
-    stale = {}
-    for study in STUDIES.values():
-        reasons = []
-        path, document = documents[study.name]
-        if not path.exists():
-            reasons.append((None, "document missing"))
-        if document is None:
-            reasons.append((None, "no manifest entry: not generated by the pipeline"))
-        else:
-            source = None
-            for name in study.parts:
-                part = document["parts"].get(name)
-                why = None
-                if part is None:
-                    why = "never generated"
-                elif not _plainly_current(study, part):
-                    why = _plain_reason(study, part)
-                elif "fingerprint" in part:
-                    now = current[(study.name, name)]
-                    if isinstance(now, str):  # an optional package missing here, say: the source hash decides
-                        source = source or source_hash(study)
-                        if part["source_hash"] != source:
-                            why = (f"source changed since {str(part['commit'])[:10]} (by source hash: its fingerprint "
-                                   f"cannot be computed here, {now})" + _changed_files(study, part))
-                    elif now["hash"] != part["fingerprint"]["hash"]:
-                        why = (f"computation changed since {str(part['commit'])[:10]}: "
-                               + ", ".join(fingerprint.changed(part["fingerprint"], now)))
-                else:
-                    source = source or source_hash(study)
-                    if part["source_hash"] != source:
-                        why = (f"source changed since {str(part['commit'])[:10]} (by source hash: no fingerprint "
-                               f"recorded)" + _changed_files(study, part))
-                if why:
-                    reasons.append((name, why))
-        if reasons:
-            stale[study.document] = reasons
-    return stale
-
-
-def _plainly_current(study: Study, part: dict) -> bool:
-    """Whether nothing but the computation could make `part` stale: clean, one source, a registered command."""
-    return not (part.get("mixed_sources") or part["dirty"] or (study.commands and not _listed(study, part["command"])))
-
-
-def _plain_reason(study: Study, part: dict) -> str:
-    if part.get("mixed_sources"):
-        return "resumed across source changes"
-    if part["dirty"]:
-        return "generated from uncommitted source"
-    return f"made by a command the registry no longer lists ({part['command']})"
-
-
-def _listed(study: Study, command: str) -> bool:
-    """Whether the registry lists `command`, up to `--resume` and the scratch folder `{runs}`: a budget or a
-    seed count changed in the registry stales the parts an older command made."""
-    command = " ".join(word for word in shlex.split(command) if word != "--resume")
-    return any(re.fullmatch(re.escape(listed).replace(re.escape("{runs}"), r"\S+"), command)
-               for listed in study.commands)
-
-
-def _changed_files(study: Study, part: dict) -> str:
-    """The dependency files whose code (not only comments) differs from the part's commit; else, if the part
-    ran under another Python (whose `ast.unparse` the hash depends on), that."""
-    commit = part["commit"]
-    files = [str(p.relative_to(REPO)) for p in study_files(study)]
-    changed = (_git("diff", "--name-only", str(commit), "--", *files) or "").split() if commit else []
-    changed = [f for f in changed if not (REPO / f).is_file() or _code_at(commit, f) != _code(REPO / f)]
-    if changed:
-        return f" ({', '.join(changed)})"
-    python = part.get("versions", {}).get("python")
-    if python and python != platform.python_version():
-        return f" (or only Python: the part hashed its source under {python}, this is {platform.python_version()})"
-    return ""
-
-
-def _code_at(commit: str, file: str) -> bytes | None:
-    old = _git("show", f"{commit}:{file}")
-    if old is None:
-        return None
-    try:
-        return _code_text(old) if file.endswith(".py") else old.encode()
-    except SyntaxError:
-        return None
-
-
-# ------------------------------------------------------------------------------------------------ migration
-_AT_COMMIT = r"""
-import json, sys
-from purerl import fingerprint, provenance
-from purerl.registry import STUDIES
-
-wanted = json.loads(sys.stdin.read())
-hashes = {name: provenance.source_hash(STUDIES[name]) for name in {w[0] for w in wanted}}
-eligible = [(name, part) for name, part, recorded in wanted if recorded == hashes[name]]
-found = fingerprint.many(eligible, workers=2, cache=False)
-print(json.dumps({"source_hashes": hashes, "fingerprints": {f"{n}/{p}": v for (n, p), v in found.items()}}))
-"""
-
-
-def record_fingerprints(at: str, results_dir: Path = RESULTS_DIR, log=print) -> dict[str, list[str]]:
-    """One-off migration of parts made before fingerprints: each part that is current by its source hash at commit
-    AT (clean, one source, a registered command, and the source hash of its study's files at AT equal to the one
-    it recorded) gets the fingerprint computed at AT, in a temporary `git worktree` of AT with this checkout's
-    the `fingerprint` package copied in; the other parts are left as they are (stale by source hash). Parts that already
-    have a fingerprint are kept. Returns {document: [parts given a fingerprint]}."""
-    import shutil
-    import sys
-    import tempfile
-
-    from purerl import fingerprint
-
-    commit = _git("rev-parse", "--verify", f"{at}^{{commit}}")
-    if commit is None:
-        raise ConfigError(f"--record-fingerprints: {at} is not a commit of {REPO}")
-    manifests = {}
-    wanted = []
-    for study in STUDIES.values():
-        path = Path(results_dir) / study.document
-        manifest = manifests.setdefault(path.parent, read_manifest(path.parent))
-        for part, entry in manifest.get(path.name, {}).get("parts", {}).items():
-            if "fingerprint" not in entry and part in study.parts and _plainly_current(study, entry):
-                wanted.append((study.name, part, entry["source_hash"]))
-    if not wanted:
-        log("no part lacks a fingerprint")
-        return {}
-    tree = Path(tempfile.mkdtemp(prefix="purerl-fingerprint-")) / "tree"
-    if _git("worktree", "add", "--detach", str(tree), commit) is None:
-        raise ConfigError(f"could not make a git worktree of {commit[:10]} at {tree}")
-    try:
-        shutil.copytree(Path(fingerprint.__file__).parent, tree / "src" / "purerl" / "fingerprint",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PURERL_FINGERPRINT_CACHE": "0"}
-        log(f"computing fingerprints at {commit[:10]} in {tree} for {len(wanted)} parts ...")
-        done = subprocess.run([sys.executable, "-c", _AT_COMMIT], input=json.dumps(wanted), capture_output=True,
-                              text=True, cwd=tree, env=env)
-        if done.returncode != 0:
-            raise ConfigError(f"computing fingerprints at {commit[:10]} failed:\n{done.stderr[-3000:]}")
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
-    finally:
-        _git("worktree", "remove", "--force", str(tree))
-        shutil.rmtree(tree.parent, ignore_errors=True)
-    recorded: dict[str, list[str]] = {}
-    for study_name, part, source in wanted:
-        study = STUDIES[study_name]
-        path = Path(results_dir) / study.document
-        found = answer["fingerprints"].get(f"{study_name}/{part}")
-        if found is None:
-            log(f"{study.document} {part}: left without a fingerprint: its source hash {source} is not the one of "
-                f"{commit[:10]} ({answer['source_hashes'][study_name]}), so it is not current there")
-        elif isinstance(found, str):
-            log(f"{study.document} {part}: left without a fingerprint: {found}")
-        else:
-            entry = manifests[path.parent][path.name]["parts"][part]
-            entry["fingerprint"] = {**found, "computed_at": commit}
-            recorded.setdefault(study.document, []).append(part)
-            log(f"{study.document} {part}: fingerprint {found['hash']} ({len(found['components'])} components), "
-                f"computed at {commit[:10]}")
-    for folder, manifest in manifests.items():
-        write_atomic(folder / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return recorded

@@ -13,7 +13,6 @@ and `start` (before anything is written), so they share the same guarantees:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -21,7 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from purerl import runlock
 from purerl.config import ConfigError
+from purerl.runlock import LOCK
 
 MARKER = ".purerl-run"
 CONFIG = "config.json"
@@ -37,7 +38,6 @@ OWN_FILES = (
     "learning.png", "mfos.md", "table.json",
 )
 OWN_FOLDERS = (CHECKPOINT, "tensorboard", "wandb")
-LOCK = ".purerl-lock"  # the pid of the process that writes the run now (`lock`)
 # What the libraries write inside those folders, by name: orbax a folder per step (and its temporary one while it
 # saves), tensorboardX event files (in folders per setting and seed), W&B its run folders, logs and a link to the
 # latest run. Anything else there (a user's notes, a notebook) is the user's, and `--overwrite` refuses while it is.
@@ -101,99 +101,6 @@ def foreign_entries(out: Path) -> list[str]:
         elif not (entry.name in OWN_FILES or entry.name in _TEMPORARY or entry.name == LOCK):
             foreign.append(entry.name)
     return foreign
-
-
-def _holder(path: Path) -> dict | None:
-    """The process that holds the lock at `path`, or None if nobody does (no lock, or its process is gone)."""
-    import socket
-
-    try:
-        holder = json.loads(path.read_text())
-        pid, host = int(holder["pid"]), str(holder.get("host", ""))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, TypeError, KeyError):  # cut short as it was written: its process died there
-        return None
-    if host != socket.gethostname():
-        return holder  # another machine's process: it cannot be checked from here, so it holds
-    if pid == os.getpid():
-        return None  # this process: the lock is re-entrant (compare checks, then trains, each run)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None  # stale: its process is gone
-    except PermissionError:
-        pass
-    return holder
-
-
-_held: set[Path] = set()
-
-
-def check_unlocked(out: Path) -> None:
-    """Refuse a run directory that another live process is writing."""
-    holder = _holder(Path(out) / LOCK)
-    if holder is not None:
-        raise ConfigError(f"{out} is being written by another purerl process (pid {holder['pid']} on "
-                          f"{holder.get('host', '?')}); wait for it to finish, or stop it first")
-
-
-def lock(out: Path) -> None:
-    """Hold `out` for this process until `release_locks` (the CLI calls it as it exits, and atexit does):
-    a second process that would write the same run directory is refused. A lock whose process is gone is stale
-    and is taken over."""
-    import atexit
-    import socket
-
-    out = Path(out)
-    path = out / LOCK
-    if out.resolve() in _held:
-        return
-    check_unlocked(out)
-    text = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-    for _ in range(2):
-        try:
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            check_unlocked(out)  # another process won the race, or a stale lock: take it over
-            path.unlink(missing_ok=True)
-            continue
-        with os.fdopen(descriptor, "w") as file:
-            file.write(text)
-        if not _held:
-            atexit.register(release_locks)
-        _held.add(out.resolve())
-        return
-    check_unlocked(out)
-
-
-_scopes: list[set[Path]] = []  # the open `locking` blocks, each with the locks taken inside it
-
-
-@contextlib.contextmanager
-def locking():
-    """Within the block, `start` holds each run directory it starts (`lock`) until the block ends; the CLI opens
-    one around every command. Outside one (the library's `experiment.run`, `evolve.run`), `start` only refuses a
-    directory another live process holds, and leaves no lock behind in a long-lived process."""
-    before = set(_held)
-    _scopes.append(before)
-    try:
-        yield
-    finally:
-        _scopes.pop()
-        release_locks(keep=before)
-
-
-def release_locks(keep: set[Path] = frozenset()) -> None:
-    """Give back every run directory this process holds (but those in `keep`)."""
-    for out in list(_held - set(keep)):
-        path = out / LOCK
-        try:
-            if json.loads(path.read_text()).get("pid") == os.getpid():
-                path.unlink()
-        except (OSError, ValueError, AttributeError):
-            pass
-        _held.discard(out)
 
 
 def check_writable(out: Path) -> None:
@@ -294,7 +201,7 @@ def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) ->
 
     check_path(out)
     if out.is_dir():
-        check_unlocked(out)
+        runlock.check_unlocked(out)
     if only_marker(out):  # config.json never written (a full disk, a kill): nothing to continue, a fresh start
         check_writable(out)
         return False
@@ -366,10 +273,10 @@ def start(out: Path, config: dict[str, Any], resumed: bool) -> None:
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if _scopes:
-        lock(out)  # before anything is deleted or written: a second writer of this directory is refused
+    if runlock.inside_block():
+        runlock.lock(out)  # before anything is deleted or written: a second writer of this directory is refused
     else:
-        check_unlocked(out)
+        runlock.check_unlocked(out)
     if not resumed and marked(out) and not foreign_entries(out) and not _protected(out):
         for entry in out.iterdir():  # only purerl's own entries are left here: prepare checked
             if entry.name == LOCK:

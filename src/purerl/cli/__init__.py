@@ -11,7 +11,7 @@ import contextlib
 import signal
 import sys
 
-from purerl import host_devices, rundir
+from purerl import host_devices, runlock
 from purerl.cli import meta, tools, train
 from purerl.cli.args import EXIT_USAGE, Parser
 from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         # A command that trains hears SIGINT/SIGTERM from its first line on, not only once its chunks run: a signal
         # during the first compile is then neither lost (a KeyboardInterrupt raised inside a gc callback is
         # ignored) nor a silent kill (SIGTERM's default), and a second one after a graceful stop exits 128 + N.
-        with graceful_stop() if args.command in GRACEFUL else contextlib.nullcontext(), rundir.locking():
+        with graceful_stop() if args.command in GRACEFUL else contextlib.nullcontext(), runlock.locking():
             code = args.run(args)  # every run directory it writes is held until it returns
         heard = pending()
         if heard is not None:  # heard when no run was left to stop: the work is done, the signal still said stop

@@ -139,7 +139,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from purerl import provenance, registry
+    from purerl import provenance, registry, staleness
 
     if args.commands is not None:
         print("\n".join(registry.commands(args.commands, args.runs_dir, args.resume)))
@@ -152,16 +152,16 @@ def cmd_results(args: argparse.Namespace) -> int:
     if args.record_fingerprints:
         if args.mark:
             raise ConfigError("--mark goes with --check")
-        provenance.record_fingerprints(args.record_fingerprints, results_dir)
+        staleness.record_fingerprints(args.record_fingerprints, results_dir)
         return 0
     started = time.perf_counter()
-    stale = provenance.stale_parts(results_dir, cache=True, refresh=args.no_cache)
+    stale = staleness.stale_parts(results_dir, cache=True, refresh=args.no_cache)
     for document, reasons in stale.items():  # one line per stale part, the first beside the document's name
         lines = [f"{part + ': ' if part else ''}{why}" for part, why in reasons]
         print(f"STALE {document}: " + "\n  ".join(lines))
     if args.mark:
-        for path in provenance.mark(results_dir, stale):
-            print(f"marked {path}")
+        for marked_path in staleness.mark(results_dir, stale):
+            print(f"marked {marked_path}")
     print((f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
            f"all {len(provenance.STUDIES)} documents current") + f" ({time.perf_counter() - started:.0f} s)")
     return 1 if stale else 0
