@@ -8,7 +8,7 @@ import pytest
 from purerl import experiment
 from purerl.algos.dqn import DQNConfig, DQNHyperParams
 from purerl.algos.pqn import PQNConfig, PQNHyperParams
-from purerl.cli import main
+from purerl.cli import build_parser, main
 from resume_check import assert_resume_is_bit_exact
 
 TINY = {
@@ -61,3 +61,20 @@ def test_bad_algorithm_flags_are_one_line_and_exit_2(argv, message, tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
     assert not out.exists()
+
+
+def test_algorithm_flags_never_collide():
+    """The CLI adds one flag per field name over every registered algorithm: a name that is a static config field
+    in one algorithm and a traced hyperparameter in another (or two static fields of different types) would make
+    one flag mean two things."""
+    from purerl.algos import registry
+
+    static, traced = {}, set()
+    for algorithm in registry.ALGORITHMS.values():
+        traced |= set(algorithm.hyperparams._fields)
+        for name, spec in algorithm.config.__dataclass_fields__.items():
+            assert static.setdefault(name, type(spec.default)) is type(spec.default), (algorithm.name, name)
+    assert not set(static) & traced, set(static) & traced
+    choices = next(a for a in build_parser()._subparsers._group_actions[0].choices["train"]._actions
+                   if a.dest == "algo").choices
+    assert list(choices) == list(registry.ALGORITHMS)  # --algo comes from the registry

@@ -30,20 +30,36 @@ class Algorithm:
     default_preset: Callable[[str, bool], str]
     networks: tuple[str, ...]  # the values of --network it accepts
     losses: tuple[str, ...]  # loss metrics: not finite means the run diverged
+    builder: Callable  # (config, network, objective, value_loss) -> its train function (the hooks are PPO's)
     check_memory: Callable | None = None  # (config, env, members): one line before any compile if it cannot fit
+
+
+def _ppo(config, network, objective, value_loss):
+    from purerl import envs
+    from purerl.algos.ppo import PPO
+    from purerl.gru import GRUActorCritic
+
+    env = envs.make(config.env)
+    memory = GRUActorCritic(env.action_space, config.hidden_sizes[0]) if network == "gru" else None
+    return PPO(config, env=env, objective=objective, value_loss=value_loss, network=memory)
+
+
+def _plain(train_class):
+    """A builder for an algorithm without PPO's hooks (TrainSpec refuses them for it before building)."""
+    return lambda config, network, objective, value_loss: train_class(config)
 
 
 ALGORITHMS = {
     "ppo": Algorithm("ppo", "PPO", PPOConfig, HyperParams, PPO_PRESETS, default_preset, NETWORKS,
-                     ("policy_loss", "value_loss")),
+                     ("policy_loss", "value_loss"), _ppo),
     "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",),
-                     ("td_loss",), offpolicy.check_buffer_fits),
+                     ("td_loss",), _plain(dqn.DQN), offpolicy.check_buffer_fits),
     "pqn": Algorithm("pqn", "PQN", pqn.PQNConfig, pqn.PQNHyperParams, pqn.PRESETS, pqn.default_preset, ("mlp",),
-                     ("td_loss",)),
+                     ("td_loss",), _plain(pqn.PQN)),
     "sac": Algorithm("sac", "SAC", sac.SACConfig, sac.SACHyperParams, sac.PRESETS, offpolicy.default_preset,
-                     ("mlp",), ("critic_loss", "actor_loss"), offpolicy.check_buffer_fits),
+                     ("mlp",), ("critic_loss", "actor_loss"), _plain(sac.SAC), offpolicy.check_buffer_fits),
     "td3": Algorithm("td3", "TD3", td3.TD3Config, td3.TD3HyperParams, td3.PRESETS, offpolicy.default_preset,
-                     ("mlp",), ("critic_loss", "actor_loss"), offpolicy.check_buffer_fits),
+                     ("mlp",), ("critic_loss", "actor_loss"), _plain(td3.TD3), offpolicy.check_buffer_fits),
 }
 
 
@@ -70,12 +86,4 @@ def hyperparam_fields() -> list[str]:
 
 def build(algo: str, config, network: str = "mlp", objective=ppo_clip, value_loss=clipped_l2):
     """The train function of `algo` for a static config; `objective` and `value_loss` are PPO's hooks."""
-    if algo == "ppo":
-        from purerl import envs
-        from purerl.algos.ppo import PPO
-        from purerl.gru import GRUActorCritic
-
-        env = envs.make(config.env)
-        memory = GRUActorCritic(env.action_space, config.hidden_sizes[0]) if network == "gru" else None
-        return PPO(config, env=env, objective=objective, value_loss=value_loss, network=memory)
-    return {"dqn": dqn.DQN, "pqn": pqn.PQN, "sac": sac.SAC, "td3": td3.TD3}[algo](config)
+    return get(algo).builder(config, network, objective, value_loss)

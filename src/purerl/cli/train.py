@@ -14,9 +14,12 @@ from purerl.config import MAX_MEMBERS, ConfigError
 
 
 def add_train(sub) -> None:
-    train = sub.add_parser("train", help="train PPO, DQN or PQN on many seeds (and a hyperparameter grid) in one program")
+    from purerl.algos.registry import ALGORITHMS
+
+    train = sub.add_parser("train", help=f"train {', '.join(a.title for a in ALGORITHMS.values())} on many seeds (and a "
+                                          "hyperparameter grid) in one program")
     add_train_flags(train)
-    train.add_argument("--algo", default="ppo", choices=["ppo", "dqn", "pqn", "sac", "td3"], help="algorithm (default ppo)")
+    train.add_argument("--algo", default="ppo", choices=list(ALGORITHMS), help="algorithm (default ppo)")
     train.add_argument("--network", default="mlp", choices=["mlp", "gru"], help="gru: a recurrent agent (ppo)")
     train.add_argument("--objective", default="ppo", help="policy objective: ppo, dpo, or lpo:PATH")
     train.add_argument("--out", type=path, help="run directory (default runs/ENV-TIMESTAMP)")
