@@ -1,10 +1,13 @@
 """`purerl plot` and `purerl summary` compare real runs; bad input is one line, exit 2, nothing written."""
 
+import warnings
+
 import matplotlib.image
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from purerl import runs
+from purerl import results, runs
 from cli_run import run_cli
 from purerl.cli import main
 
@@ -22,18 +25,106 @@ def two_runs(tmp_path_factory):
     return first, second
 
 
-def test_legend_names_each_run_by_what_differs_in_its_config(two_runs):
+DQN_TINY = ["--algo", "dqn", "--env", "Acrobot-v1", "--seeds", "2", "--num-envs", "4", "--num-steps", "8",
+            "--total-timesteps", "2048", "--buffer-size", "64", "--buffer-batch-size", "16", "--learning-starts", "32",
+            "--train-interval", "4", "--target-update-interval", "32", "--epsilon-anneal-time", "100",
+            "--hidden-sizes", "16", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def dqn_acrobot(tmp_path_factory):
+    """A third run of another algorithm on another environment."""
+    out = tmp_path_factory.mktemp("plot-dqn") / "dqn-acrobot"
+    assert main(["train", "--out", str(out), *DQN_TINY]) == 0
+    return out
+
+
+def test_labels_show_only_the_fields_that_differ_and_grid_rows_their_own_setting(two_runs):
     loaded = [runs.load(path) for path in two_runs]
-    labels = runs.run_labels(loaded)
-    assert labels[0].startswith("four-envs (") and "num_envs=4" in labels[0] and "3 seeds" in labels[0]
-    assert "num_envs=8" in labels[1] and "2 seeds" in labels[1]
+    labels = runs.curve_labels(loaded)
+    # the first run trains at the base lr; the second run's rows are its grid's lrs, never that base
+    assert labels == [{"default": "num_envs=4, lr=0.00025"},
+                      {"lr=0.001": "num_envs=8, lr=0.001", "lr=0.003": "num_envs=8, lr=0.003"}]
+    assert runs.run_labels(loaded) == ["num_envs=4, lr=0.00025", "num_envs=8, lr=0.001|0.003"]
     assert set(loaded[1].series("episode_return")) == {"lr=0.001", "lr=0.003"}
     assert loaded[1].series("episode_return")["lr=0.001"].shape == (8, 2)  # 2048 / (8 x 32) updates, 2 seeds
 
 
+def test_labels_across_algorithms_name_the_algorithm_and_no_other_algorithms_fields(two_runs, dqn_acrobot):
+    loaded = [runs.load(path) for path in [*two_runs, dqn_acrobot]]
+    labels = [label for per_run in runs.curve_labels(loaded) for label in per_run.values()]
+    assert labels == ["ppo: num_envs=4, lr=0.00025", "ppo: num_envs=8, lr=0.001", "ppo: num_envs=8, lr=0.003", "dqn"]
+    identical = [runs.load(two_runs[0]), runs.load(two_runs[0])]  # nothing differs: the directory tells them apart
+    assert runs.run_labels(identical) == ["four-envs", "four-envs"]
+
+
+def test_settings_that_differ_only_between_environments_go_in_the_panel_titles(tmp_path):
+    def run(name, algo, env, steps):
+        config = {"command": "train", "algo": algo, "seeds": [0], "grid": [], "hyperparams": {"lr": 0.001},
+                  "config": {"env": env, "total_timesteps": steps}}
+        return runs.Run(tmp_path / name, config, {})
+
+    same = [run("a", "ppo", "CartPole-v1", 100), run("b", "ppo", "Acrobot-v1", 500)]
+    assert runs.panel_notes(same) == {"CartPole-v1": "total_timesteps=100", "Acrobot-v1": "total_timesteps=500"}
+    assert runs.run_labels(same) == ["a", "b"]  # the panel tells them apart; the label falls back to the directory
+    mixed = [*same, run("c", "dqn", "CartPole-v1", 100)]
+    assert runs.panel_notes(mixed) == {}  # different algorithms per panel: their defaults are not the panel's
+
+
+def _figure(paths, metric="episode_return"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "Tight layout not applied", no RuntimeWarning from empty updates
+        figure = runs.figure([runs.load(path) for path in paths], metric)
+        figure.canvas.draw()
+    return figure
+
+
+def test_one_panel_per_environment_with_one_legend_inside_the_figure(two_runs, dqn_acrobot):
+    figure = _figure([*two_runs, dqn_acrobot])
+    assert [ax.get_title() for ax in figure.axes] == ["CartPole-v1", "Acrobot-v1"]
+    assert len(figure.legends) == 1 and not any(ax.get_legend() for ax in figure.axes)
+    renderer = figure.canvas.get_renderer()
+    for artist in [*figure.legends, *figure.axes, figure._suptitle]:
+        box = artist.get_window_extent(renderer)
+        assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1 and figure.bbox.y0 <= box.y0 \
+            and box.y1 <= figure.bbox.y1, (artist, box, figure.bbox)
+    entries = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert entries == ["ppo: num_envs=4, lr=0.00025 (n=3, no CI)", "ppo: num_envs=8, lr=0.001 (n=2, no CI)",
+                       "ppo: num_envs=8, lr=0.003 (n=2, no CI)", "dqn (n=2, no CI)"]
+    assert "n<10: no CI" in figure.legends[0].get_title().get_text()
+    plt.close(figure)
+
+
+def test_a_band_only_from_ten_seeds_and_single_seeds_below(two_runs):
+    figure = _figure(two_runs)
+    assert not figure.axes[0].collections  # 3 and 2 seeds: no band
+    assert len(figure.axes[0].lines) == (1 + 3) + 2 * (1 + 2)  # each IQM line and its seeds' thin lines
+    plt.close(figure)
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 41) * 100
+    curves = [results.Curve("few", steps, rng.normal(size=(40, 9))),
+              results.Curve("many", steps, rng.normal(size=(40, runs.MIN_SEEDS_FOR_CI)))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figure = results.draw_panels({"": curves}, "title")
+    assert len(figure.axes[0].collections) == 1  # the band of "many" alone
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["few (n=9, no CI)", "many (n=10, 95% CI)"]
+    plt.close(figure)
+
+
+def test_a_metric_that_averages_the_seeds_is_one_line_per_run(two_runs):
+    figure = _figure(two_runs, "value_loss")
+    assert len(figure.axes[0].lines) == 2 and not figure.axes[0].collections
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == [
+        "num_envs=4, lr=0.00025 (mean over seeds)", "num_envs=8, lr=0.001|0.003 (mean over seeds)"]
+    plt.close(figure)
+
+
 def test_plot_overlays_runs_and_grid_settings_on_env_steps(capsys, tmp_path, two_runs):
     out = tmp_path / "figs" / "compare.png"
-    code, stdout, err = run_cli(capsys, "plot", *two_runs, "--out", out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, stdout, err = run_cli(capsys, "plot", *two_runs, "--out", out)
     assert code == 0, err
     image = matplotlib.image.imread(out)
     assert image.shape[0] > 300 and image.shape[1] > 500

@@ -2,8 +2,8 @@
 
 Each run directory already holds what a comparison needs: config.json (what was run),
 metrics.csv (one row per update, one return column per member) and summary.json (final
-returns with bootstrap CIs). Curves are drawn by `results.plot_labelled_curves` and statistics
-come from `stats`, so a comparison reads exactly like a single run's own plot.
+returns with bootstrap CIs). Curves are drawn by `results.draw_panels`, as a single run's own plot is, and
+statistics come from `stats`, whose `MIN_SEEDS_FOR_CI` decides where the tables and the bands show a CI.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import numpy as np
 
 from purerl import results, rundir
 from purerl.config import ConfigError
-
-MIN_SEEDS_FOR_CI = 10  # fewer seeds: show each seed's value and claim no interval
+from purerl.stats import MIN_SEEDS_FOR_CI  # fewer seeds: show each seed's value, claim no interval
 
 
 @dataclass
@@ -84,22 +83,96 @@ def load(path: Path) -> Run:
 
 
 def run_labels(runs: list[Run]) -> list[str]:
-    """Each run's directory name, plus the recorded settings in which the runs differ."""
-    flat = [_flatten(run.config) for run in runs]
-    differing = sorted(k for k in set().union(*flat) if len({repr(f.get(k)) for f in flat}) > 1)
+    """One label per run (its grid as `lr=0.001|0.003`) by what differs between the runs: see `_labels`."""
+    return _labels([(_algo(run), _env(run), _fields(run, "default"), run.path.name) for run in runs])
+
+
+def curve_labels(runs: list[Run], metric: str = "episode_return") -> list[dict[str, str]]:
+    """Per run, a label for each of its curves (grid setting) of `metric`, by what differs between all of them."""
+    keys = [(i, setting) for i, run in enumerate(runs) for setting in run.series(metric)]
+    labels = _labels([(_algo(runs[i]), _env(runs[i]), _fields(runs[i], setting), runs[i].path.name)
+                      for i, setting in keys])
+    out: list[dict[str, str]] = [{} for _ in runs]
+    for (i, setting), label in zip(keys, labels):
+        out[i][setting] = label
+    return out
+
+
+_NOT_LABELS = {"command", "algo", "seeds", "config.env"}  # the algo prefixes a label, the env names its panel,
+# the seed count is the legend's n
+
+
+def _labels(entities: list[tuple[str, str, dict, str]]) -> list[str]:
+    """Labels for curves given as (algo, env, recorded fields, run directory name).
+
+    The algorithm names a curve when the algorithms differ; each algorithm's own fields are compared only
+    between its curves, so the fields another algorithm lacks (`buffer_size=None`) or sets by its own defaults
+    never show. A field shows when it differs between two curves of that algorithm on the same environment
+    (the panel); fields equal everywhere never show. Curves that would still read the same in one panel get
+    their run directory's name.
+    """
+    algos = list(dict.fromkeys(algo for algo, _, _, _ in entities))
+    shown: dict[str, list[str]] = {}
+    for algo in algos:
+        group = [(env, fields) for a, env, fields, _ in entities if a == algo]
+        values: dict[tuple[str, str], set] = {}
+        for env, fields in group:
+            for key in set(fields) - _NOT_LABELS:
+                values.setdefault((key, env), set()).add(_short(fields[key]))
+        for env, fields in group:  # a field one curve lacks and another has differs as well
+            for key in {k for k, _ in values} - set(fields):
+                values.setdefault((key, env), set()).add("None")
+        shown[algo] = sorted({key for (key, _), seen in values.items() if len(seen) > 1},
+                             key=lambda k: (k.startswith("grid."), k))
     labels = []
-    for run, fields in zip(runs, flat):
-        shown = ", ".join(f"{k.rpartition('.')[2]}={_short(fields.get(k))}" for k in differing)
-        labels.append(f"{run.path.name} ({shown})" if shown else run.path.name)
+    for algo, _, fields, _ in entities:
+        parts = ", ".join(f"{key.rpartition('.')[2]}={_short(fields.get(key))}" for key in shown[algo])
+        prefix = algo if len(algos) > 1 else ""
+        labels.append(f"{prefix}: {parts}" if prefix and parts else prefix or parts)
+    for i, (_, env, _, name) in enumerate(entities):
+        twins = [j for j, other in enumerate(entities) if other[1] == env and labels[j] == labels[i]]
+        if len(twins) > 1 or not labels[i]:
+            labels[i] = f"{labels[i]} [{name}]" if labels[i] else name
     return labels
+
+
+def _algo(run: Run) -> str:
+    return str(run.config.get("algo", "ppo"))
+
+
+def _env(run: Run) -> str:
+    return run.config["config"]["env"]
+
+
+def _fields(run: Run, setting: str) -> dict:
+    """The run's recorded settings, flat (`hyperparams.lr`), with the grid's values put in their places:
+    those of `setting` for one grid setting, or all of them (`0.001|0.003`) for the whole run ("default")."""
+    fields = _flatten({k: v for k, v in run.config.items() if k not in ("grid", "seeds")})
+    grid = run.config.get("grid") or []
+    for name, values in (grid.items() if isinstance(grid, dict) else grid):
+        fields[_field_key(fields, str(name))] = "|".join(_short(v) for v in values)
+    if setting != "default":
+        for part in setting.split(","):
+            name, _, value = part.partition("=")
+            fields[_field_key(fields, name)] = _number(value)
+    return fields
+
+
+def _field_key(fields: dict, name: str) -> str:
+    return next((key for key in fields if key == name or key.endswith(f".{name}")), f"grid.{name}")
+
+
+def _number(text: str):
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _flatten(config: dict, prefix: str = "") -> dict:
     flat = {}
     for key, value in config.items():
-        if key == "seeds":
-            value = f"{len(value)} seeds"
-        if isinstance(value, dict) and key != "grid":
+        if isinstance(value, dict):
             flat.update(_flatten(value, f"{prefix}{key}."))
         else:
             flat[f"{prefix}{key}"] = value
@@ -107,35 +180,57 @@ def _flatten(config: dict, prefix: str = "") -> dict:
 
 
 def _short(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(_short, value))
+    return str(value)
+
+
+def panel_notes(runs: list[Run]) -> dict[str, str]:
+    """Per environment, the settings every curve on it shares and that differ between environments
+    (`total_timesteps=50000` on one, `20000` on the other): the labels leave them to the panel's title."""
+    by_env: dict[str, list[dict]] = {}
+    algos: dict[str, set] = {}
+    for run in runs:
+        by_env.setdefault(_env(run), []).append(_fields(run, "default"))
+        algos.setdefault(_env(run), set()).add(_algo(run))
+    if len(by_env) < 2 or len({frozenset(a) for a in algos.values()}) > 1:
+        return {}  # panels of different algorithms differ by those algorithms' defaults: nothing to note
+    common = set.intersection(*(set(f) for group in by_env.values() for f in group)) - _NOT_LABELS
+    notes: dict[str, list[str]] = {env: [] for env in by_env}
+    for key in sorted(common):
+        per_env = {env: {_short(f[key]) for f in group} for env, group in by_env.items()}
+        if all(len(v) == 1 for v in per_env.values()) and len({next(iter(v)) for v in per_env.values()}) > 1:
+            for env, value in per_env.items():
+                notes[env].append(f"{key.rpartition('.')[2]}={next(iter(value))}")
+    return {env: ", ".join(parts) for env, parts in notes.items() if parts}
+
+
+def figure(runs: list[Run], metric: str = "episode_return"):
+    """One panel per environment, each run's curves (one per grid setting) on its own env-steps axis."""
+    per_seed = {i: any(name.startswith(f"{metric}[") for name in run.columns) for i, run in enumerate(runs)}
+    notes = panel_notes(runs)
+    panels: dict[str, list[results.Curve]] = {}
+    for i, (run, labels) in enumerate(zip(runs, curve_labels(runs, metric))):
+        env = _env(run)
+        title = f"{env}\n({notes[env]})" if env in notes else env
+        for setting, values in run.series(metric).items():
+            panels.setdefault(title, []).append(results.Curve(labels[setting], run.env_steps, values, per_seed[i]))
+    return results.draw_panels(panels, f"{metric.replace('_', ' ')} of {len(runs)} runs",
+                               ylabel=metric.replace("_", " "))
 
 
 def plot(runs: list[Run], out: Path, metric: str = "episode_return") -> Path:
-    """IQM curves with 95% bootstrap bands for every run and grid setting, on one env-steps axis.
-
-    Runs that take different env steps per update are read on the finest run's grid (each run's
-    value is that of its last update at or before the step), up to the shortest run's end.
-    """
-    step = int(min(run.env_steps[0] for run in runs))
-    end = int(min(run.env_steps[-1] for run in runs))
-    grid = np.arange(1, end // step + 1) * step
-    curves = {}
-    for run, label in zip(runs, run_labels(runs)):
-        index = np.searchsorted(run.env_steps, grid, side="right") - 1
-        for setting, values in run.series(metric).items():
-            resampled = np.where((index >= 0)[:, None], values[np.maximum(index, 0)], np.nan)
-            curves[label if setting == "default" else f"{label}: {setting}"] = resampled
-    envs = sorted({run.config["config"]["env"] for run in runs})
-    cut = " (cut at the shortest run)" if any(run.env_steps[-1] > end for run in runs) else ""
-    title = f"{metric} on {', '.join(envs)}{cut}"
-    return results.plot_labelled_curves(out.parent, curves, step, title, filename=out.name,
-                                        ylabel=metric.replace("_", " "))
+    """`figure`, saved as the PNG `out`."""
+    return results.save_figure(figure(runs, metric), out)
 
 
 def summary_rows(runs: list[Run]) -> list[dict]:
-    """One row per run and grid setting: final return (mean of the last updates) over its seeds."""
+    """One row per run and grid setting: final return (mean of the last updates) over its seeds, labelled by
+    the run's directory and, as in `plot`, by what differs between the rows (`curve_labels`)."""
     rows = []
-    for run, label in zip(runs, run_labels(runs)):
+    for run, labels in zip(runs, curve_labels(runs)):
         path = run.path / results.SUMMARY
         if not path.is_file():
             raise ConfigError(f"{run.path} has no {results.SUMMARY} (the run has not finished)")
@@ -146,8 +241,8 @@ def summary_rows(runs: list[Run]) -> list[dict]:
                 seeds = [v for name, v in by_member.items()
                          if setting == "default" or name.rpartition(",seed=")[0] == setting]
                 _check_row(s, seeds)
-                rows.append({"run": label, "env": str(summary["env"]), "setting": str(setting), "stats": s,
-                             "per_seed": seeds})
+                rows.append({"run": run.path.name, "env": str(summary["env"]), "setting": str(setting),
+                             "label": labels.get(str(setting), str(setting)), "stats": s, "per_seed": seeds})
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
             raise ConfigError(f"{path} is not a summary purerl wrote, or is damaged ({type(error).__name__}: "
                               f"{error})") from None
@@ -168,18 +263,18 @@ def print_summary(runs: list[Run]) -> None:
     from rich.table import Table
 
     table = Table(title=f"final return (mean of each seed's last {results.FINAL_WINDOW} updates)")
-    for column in ("run", "env", "setting", "seeds", "IQM", f"95% CI (>= {MIN_SEEDS_FOR_CI} seeds) or per seed"):
+    for column in ("run", "env", "differs by", "seeds", "IQM", f"95% CI (>= {MIN_SEEDS_FOR_CI} seeds) or per seed"):
         table.add_column(column)
     for row in summary_rows(runs):
         s = row["stats"]
         if s["iqm"] is None:
-            table.add_row(row["run"], row["env"], row["setting"], str(s["n"]), "no episode ended", "")
+            table.add_row(row["run"], row["env"], row["label"], str(s["n"]), "no episode ended", "")
             continue
         if s["n"] >= MIN_SEEDS_FOR_CI:
             spread = f"\\[{s['ci95_low']:.1f}, {s['ci95_high']:.1f}]"  # escaped: rich reads [..] as markup
         else:
             spread = ", ".join("-" if v is None else f"{v:.1f}" for v in row["per_seed"])
-        table.add_row(row["run"], row["env"], row["setting"], str(s["n"]), f"{s['iqm']:.1f}", spread)
+        table.add_row(row["run"], row["env"], row["label"], str(s["n"]), f"{s['iqm']:.1f}", spread)
     Console(width=200).print(table)
 
 

@@ -169,8 +169,9 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 def add_runs(sub) -> None:
     """`purerl plot` and `purerl summary`: compare finished runs."""
-    for name, help_text in (("plot", "overlay runs (and their grid settings) as IQM curves with 95%% bootstrap bands"),
-                            ("summary", "one table of the final returns of runs, with 95%% CIs")):  # argparse %-formats
+    for name, help_text in (("plot", "runs (and their grid settings) as IQM curves, one panel per env; a 95%% "
+                                     "bootstrap band from 10 seeds, single seeds below"),
+                            ("summary", "one table of the final returns of runs, with 95%% CIs from 10 seeds")):
         compare_runs = sub.add_parser(name, help=help_text)
         compare_runs.add_argument("runs", nargs="+", type=path, metavar="RUN", help="purerl train run directories")
         if name == "plot":
