@@ -151,11 +151,12 @@ def _comparable(config: dict, out: Path | None = None) -> dict:
         return config
 
 
-def _leaves(config: dict, prefix: str = "") -> dict:
+def flat_fields(config: dict, prefix: str = "") -> dict:
+    """A nested record as {"a.b.c": value}, one entry per leaf."""
     leaves = {}
     for key, value in config.items():
         if isinstance(value, dict):
-            leaves.update(_leaves(value, f"{prefix}{key}."))
+            leaves.update(flat_fields(value, f"{prefix}{key}."))
         else:
             leaves[f"{prefix}{key}"] = value
     return leaves
@@ -178,7 +179,7 @@ def _show(name: str, value) -> str:
 
 def _differences(previous: dict, config: dict) -> str:
     """Each differing field, by its own name (its path where the name alone is ambiguous), with both values."""
-    old, new = _leaves(previous), _leaves(config)
+    old, new = flat_fields(previous), flat_fields(config)
     paths = sorted(k for k in old.keys() | new.keys() if old.get(k, _ABSENT) != new.get(k, _ABSENT))
     short = [path.rpartition(".")[2] for path in old.keys() | new.keys()]
     parts = []

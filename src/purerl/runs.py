@@ -147,7 +147,7 @@ def _env(run: Run) -> str:
 def _fields(run: Run, setting: str) -> dict:
     """The run's recorded settings, flat (`hyperparams.lr`), with the grid's values put in their places:
     those of `setting` for one grid setting, or all of them (`0.001|0.003`) for the whole run ("default")."""
-    fields = _flatten({k: v for k, v in run.config.items() if k not in ("grid", "seeds")})
+    fields = rundir.flat_fields({k: v for k, v in run.config.items() if k not in ("grid", "seeds")})
     grid = run.config.get("grid") or []
     for name, values in (grid.items() if isinstance(grid, dict) else grid):
         fields[_field_key(fields, str(name))] = "|".join(_short(v) for v in values)
@@ -167,16 +167,6 @@ def _number(text: str):
         return float(text)
     except ValueError:
         return text
-
-
-def _flatten(config: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def _short(value) -> str:
