@@ -8,11 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import experiment
+from purerl import experiment, replay
 from purerl.algos import offpolicy
 from purerl.algos.sac import SAC, SACConfig, SACHyperParams
 from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams
 from purerl.cli import main
+from purerl.config import ConfigError
 from resume_check import assert_resume_is_bit_exact
 
 # Pendulum-v1's episodes last 200 steps: 6 updates of 2 envs x 100 steps end some in most updates.
@@ -93,6 +94,6 @@ def test_bad_off_policy_flags_are_one_line_and_exit_2(argv, message, tmp_path, c
 
 def test_the_buffer_memory_check_counts_members():
     train = TD3(TINY["td3"][0])
-    offpolicy.check_buffer_fits(train.config, train.env, members=1, available=2**30)
-    with pytest.raises(offpolicy.ConfigError, match="10 replay buffers of 512 transitions need"):
-        offpolicy.check_buffer_fits(train.config, train.env, members=10, available=1000)
+    replay.check_fits(train.config, train.env, members=1, available=2**30)
+    with pytest.raises(ConfigError, match="10 replay buffers of 512 transitions need"):
+        replay.check_fits(train.config, train.env, members=10, available=1000)

@@ -66,7 +66,7 @@ class TrainSpec:
             config=algorithm.config(**config),
             hyperparams=algorithm.hyperparams(**data["hyperparams"]),
             seeds=list(data["seeds"]),
-            grid={k: list(v) for k, v in _grid_items(data["grid"])},
+            grid={k: list(v) for k, v in rundir.grid_pairs(data)},
             objective=data["objective"],
             value_loss=data["value_loss"],
             preset=data.get("preset"),
@@ -116,11 +116,6 @@ class TrainSpec:
         return registry.build(self.algo, self.config, self.network,
                               objective=POLICY_OBJECTIVES[self.objective.partition(":")[0]],
                               value_loss=VALUE_LOSSES[self.value_loss])
-
-
-def _grid_items(grid):
-    """config.json's grid: [name, values] pairs in member order (`rundir.grid_pairs`), or an older dict."""
-    return grid if isinstance(grid, list) else grid.items()
 
 
 def run(

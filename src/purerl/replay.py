@@ -3,15 +3,20 @@
 `add` writes a batch of transitions (one per env) over the oldest ones; `sample`
 draws uniformly among the transitions written so far. Both are pure functions of
 the buffer state, so the buffer vmaps over seeds and checkpoints with the run.
-(flashbax does the same and more; this is the few lines DQN needs, without a dependency.)
+(flashbax does the same and more; this is the few lines DQN, SAC and TD3 need, without a dependency.)
+`check_fits` refuses, before anything compiles, buffers the machine cannot hold for every member.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+from purerl.config import ConfigError
 
 
 class Buffer(NamedTuple):
@@ -43,3 +48,17 @@ def sample(buffer: Buffer, key: jax.Array, batch_size: int) -> Any:
     """`batch_size` transitions drawn uniformly, with replacement, from those stored."""
     index = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
     return jax.tree.map(lambda stored: stored[index], buffer.data)
+
+
+def check_fits(config, env, members: int, available: float | None = None) -> None:
+    """One line before any compile when the members' replay buffers cannot fit this machine's memory
+    (four bytes a number: observation, next observation, action, reward, termination). A replay learner's
+    `Algorithm.check_memory`: `config.buffer_size` transitions per member, of `env`'s shapes."""
+    per_transition = 4 * (2 * math.prod(env.observation_shape) + math.prod(env.action_space.shape) + 2)
+    needed = per_transition * config.buffer_size * members
+    if available is None:
+        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if needed > 0.8 * available:
+        raise ConfigError(f"{members} replay buffers of {config.buffer_size:,} transitions need "
+                          f"{needed / 2**30:.1f} GiB, more than this machine's {available / 2**30:.1f} GiB can hold; "
+                          "lower --buffer-size or the seeds")

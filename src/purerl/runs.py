@@ -148,8 +148,7 @@ def _fields(run: Run, setting: str) -> dict:
     """The run's recorded settings, flat (`hyperparams.lr`), with the grid's values put in their places:
     those of `setting` for one grid setting, or all of them (`0.001|0.003`) for the whole run ("default")."""
     fields = rundir.flat_fields({k: v for k, v in run.config.items() if k not in ("grid", "seeds")})
-    grid = run.config.get("grid") or []
-    for name, values in (grid.items() if isinstance(grid, dict) else grid):
+    for name, values in rundir.grid_pairs(run.config):
         fields[_field_key(fields, str(name))] = "|".join(_short(v) for v in values)
     if setting != "default":
         for part in setting.split(","):

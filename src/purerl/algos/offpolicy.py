@@ -16,7 +16,6 @@ a truncated episode bootstraps from where it stopped and only a real termination
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -74,19 +73,6 @@ def default_preset(env_name: str, discrete: bool) -> str:
     if discrete:
         raise ConfigError(f"SAC and TD3 need continuous actions; {env_name} has discrete ones")
     return "brax" if env_name.startswith("brax:") else "continuous"
-
-
-def check_buffer_fits(config: OffPolicyConfig, env: envs.Env, members: int, available: float | None = None) -> None:
-    """One line before any compile when the members' replay buffers cannot fit this machine's memory
-    (four bytes a number: observation, next observation, action, reward, termination)."""
-    per_transition = 4 * (2 * math.prod(env.observation_shape) + math.prod(env.action_space.shape) + 2)
-    needed = per_transition * config.buffer_size * members
-    if available is None:
-        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if needed > 0.8 * available:
-        raise ConfigError(f"{members} replay buffers of {config.buffer_size:,} transitions need "
-                          f"{needed / 2**30:.1f} GiB, more than this machine's {available / 2**30:.1f} GiB can hold; "
-                          "lower --buffer-size or the seeds")
 
 
 class TwinCritic(nn.Module):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from purerl import replay
 from purerl.algos import dqn, offpolicy, pqn, sac, td3
 from purerl.algos.objectives import clipped_l2, ppo_clip
 from purerl.config import PRESETS as PPO_PRESETS
@@ -53,13 +54,13 @@ ALGORITHMS = {
     "ppo": Algorithm("ppo", "PPO", PPOConfig, HyperParams, PPO_PRESETS, default_preset, NETWORKS,
                      ("policy_loss", "value_loss"), _ppo),
     "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",),
-                     ("td_loss",), _plain(dqn.DQN), offpolicy.check_buffer_fits),
+                     ("td_loss",), _plain(dqn.DQN), replay.check_fits),
     "pqn": Algorithm("pqn", "PQN", pqn.PQNConfig, pqn.PQNHyperParams, pqn.PRESETS, pqn.default_preset, ("mlp",),
                      ("td_loss",), _plain(pqn.PQN)),
     "sac": Algorithm("sac", "SAC", sac.SACConfig, sac.SACHyperParams, sac.PRESETS, offpolicy.default_preset,
-                     ("mlp",), ("critic_loss", "actor_loss"), _plain(sac.SAC), offpolicy.check_buffer_fits),
+                     ("mlp",), ("critic_loss", "actor_loss"), _plain(sac.SAC), replay.check_fits),
     "td3": Algorithm("td3", "TD3", td3.TD3Config, td3.TD3HyperParams, td3.PRESETS, offpolicy.default_preset,
-                     ("mlp",), ("critic_loss", "actor_loss"), _plain(td3.TD3), offpolicy.check_buffer_fits),
+                     ("mlp",), ("critic_loss", "actor_loss"), _plain(td3.TD3), replay.check_fits),
 }
 
 

@@ -28,6 +28,7 @@ from purerl import envs
 from purerl.algos import loop, offpolicy
 from purerl.algos.offpolicy import OffPolicyActorCritic, OffPolicyConfig, RunnerState, Transition, polyak
 from purerl.config import DISCOUNT, NON_NEGATIVE, POSITIVE, Preset, check_bounds
+from purerl.distributions import DiagGaussian
 from purerl.qnets import QNetwork
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
@@ -99,12 +100,10 @@ class SAC(OffPolicyActorCritic):
 
     def sample(self, actor_params, obs, key):
         """A squashed action in [-1, 1] and its log-probability (the tanh's Jacobian included)."""
-        mean, log_std = self.actor.apply(actor_params, obs)
-        pre_tanh = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+        gaussian = DiagGaussian(*self.actor.apply(actor_params, obs))
+        pre_tanh = gaussian.sample(key)
         action = jnp.tanh(pre_tanh)
-        log_prob = (-0.5 * ((pre_tanh - mean) / jnp.exp(log_std)) ** 2 - log_std - 0.5 * jnp.log(2 * jnp.pi)
-                    - jnp.log(1.0 - action**2 + 1e-6)).sum(axis=-1)
-        return action, log_prob
+        return action, gaussian.log_prob(pre_tanh) - jnp.log(1.0 - action**2 + 1e-6).sum(axis=-1)
 
     def explore(self, params, obs, key, hp):
         return self.sample(params["actor"], obs, key)[0]
