@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from purerl import experiment, rundir, runlock
+from purerl import experiment, results, rundir, runlock
 from purerl.cli import main
 
 SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "1",
@@ -92,7 +92,7 @@ def test_plot_refuses_to_replace_a_png_it_did_not_write_and_replaces_its_own(cap
     for _ in range(2):  # the second run replaces the first's plot
         code, _, err = run_cli(capsys, "plot", trained, "--out", ours)
         assert code == 0, err
-    assert rundir.written_by_purerl(ours)
+    assert results.written_by_purerl(ours)
     from PIL import Image
 
     with Image.open(ours) as image:

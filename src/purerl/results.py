@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from purerl import stats
+from purerl.config import ConfigError
 from purerl.rundir import CHECKPOINT, CONFIG  # noqa: F401  (the run directory's names)
 
 METRICS = "metrics.csv"
@@ -36,6 +37,49 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+# Outputs outside a run directory (`plot --out`, `eval --gif`, drift maps) carry a mark that says purerl wrote
+# them, so that a later command replaces its own file and never a user's: a PNG a tEXt chunk, a GIF a comment
+# block, each just before the file's end. `bench` and `--report` decide the same way from their records.
+_PNG_TEXT = b"Software\x00purerl"
+_GIF_COMMENT = b"\x21\xfe\x06purerl\x00"
+
+
+def mark_written(path: Path) -> None:
+    """Mark the PNG or GIF at `path` as purerl's (`write_atomic`: a cut-short write leaves the unmarked file)."""
+    import zlib
+
+    path = Path(path)
+    data = path.read_bytes()
+    if path.suffix.lower() == ".png" and data.endswith(b"IEND\xaeB`\x82"):
+        chunk = len(_PNG_TEXT).to_bytes(4, "big") + b"tEXt" + _PNG_TEXT
+        chunk += zlib.crc32(b"tEXt" + _PNG_TEXT).to_bytes(4, "big")
+        data = data[:-12] + chunk + data[-12:]
+    elif path.suffix.lower() == ".gif" and data.endswith(b"\x3b"):
+        data = data[:-1] + _GIF_COMMENT + b"\x3b"
+    else:
+        return
+    write_atomic(path, data)
+
+
+def written_by_purerl(path: Path) -> bool:
+    """`path` carries the mark of `mark_written`."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(max(0, os.path.getsize(path) - 64))
+            tail = file.read()
+    except OSError:
+        return False
+    return _PNG_TEXT in tail or tail.endswith(_GIF_COMMENT + b"\x3b")
+
+
+def check_replaceable(path: Path, flag: str, own=written_by_purerl) -> None:
+    """Refuse, before anything runs, to replace a file purerl did not write (`own` says which it did)."""
+    path = Path(path)
+    if path.is_symlink() or (path.exists() and not (path.is_file() and own(path))):
+        raise ConfigError(f"refusing to replace {path}: purerl did not write it; choose another {flag}, or move it "
+                          "away first")
 
 
 def final_returns(episode_return: np.ndarray) -> np.ndarray:

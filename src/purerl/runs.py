@@ -280,13 +280,13 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out must name a .png file, got {out}")
     if out.is_dir():
         raise ConfigError(f"--out {out} is a directory; name a .png file")
-    rundir.check_replaceable(out, "--out")
+    results.check_replaceable(out, "--out")
     missing = [run.path.name for run in runs if args.metric not in run.metrics()]
     if missing:
         raise ConfigError(f"unknown metric '{args.metric}' in {missing[0]}; choose from {', '.join(runs[0].metrics())}")
     rundir.check_writable(out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     path = plot(runs, out, args.metric)
-    rundir.mark_written(path)  # a later `plot --out` may replace it
+    results.mark_written(path)  # a later `plot --out` may replace it
     print(f"saved {path}")
     return 0

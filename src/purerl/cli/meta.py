@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from purerl import rundir
-from purerl.cli.args import (add_distributed_flags, at_most, default_out, finite_float, integer, is_writer,
-                             join_processes, path, positive, seed)
+from purerl.cli.args import (add_distributed_flags, default_out, finite_float, integer, is_writer, join_processes, path,
+                             positive)
 from purerl.config import ConfigError
 
 
@@ -121,6 +121,7 @@ def cmd_evolve(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from purerl import results
     from purerl.studies import lpo
 
     if args.what == "drift":
@@ -130,7 +131,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         out = args.out or default_out
         _check_drift_out(out)
         report = lpo.analyze_drift(sources, out)
-        rundir.mark_written(Path(report["plot"]))
+        results.mark_written(Path(report["plot"]))
         for label, f in report["features"].items():
             edges = ", ".join(f"A = {a}: r < {r:.2f}" for a, r in f["rollback_below_r"].items() if r is not None)
             print(f"{label:14s} rollback: {edges or 'none'}; cautious optimism: drift {f['optimism_mean_drift_inside_clip']:.4f} "
@@ -184,11 +185,13 @@ def _drift_record(path: Path) -> bool:
 
 def _check_drift_out(out: Path) -> None:
     """Refuse to replace a drift.json or drift.png in OUT that `analyze drift` did not write."""
+    from purerl import results
+
     if not out.is_dir():
         return
-    rundir.check_replaceable(out / "drift.json", "--out", own=_drift_record)
+    results.check_replaceable(out / "drift.json", "--out", own=_drift_record)
     ours = _drift_record(out / "drift.json")  # the maps beside a drift record are its own
-    rundir.check_replaceable(out / "drift.png", "--out", own=lambda path: ours or rundir.written_by_purerl(path))
+    results.check_replaceable(out / "drift.png", "--out", own=lambda path: ours or results.written_by_purerl(path))
 
 
 def cmd_act(args: argparse.Namespace) -> int:

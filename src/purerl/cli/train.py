@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_train_flags, at_most, default_out, finite_float,
-                             integer, is_writer, join_processes, path, positive, seed)
+                             is_writer, join_processes, path, positive, seed)
 from purerl.config import MAX_MEMBERS, ConfigError
 
 
@@ -223,7 +223,7 @@ def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[
                            results_dir: Path) -> None:
     """Before anything compiles: a comparison already in --runs-dir is continued (--resume) or replaced
     (--overwrite), never replaced silently, and no file purerl did not write is replaced."""
-    from purerl import compare, provenance, rundir
+    from purerl import compare, provenance, results, rundir
 
     if args.resume and args.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
@@ -234,7 +234,7 @@ def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[
             if rundir.marked(run) and not rundir.only_marker(run):  # not purerl's at all: `prepare` says so
                 raise ConfigError(f"{run} already holds a run; pass --resume to continue the comparison, or "
                                   "--overwrite to replace it (or choose another --runs-dir)")
-    rundir.check_replaceable(env_dir / compare.SESSIONS, "--runs-dir", own=_sessions_record)
+    results.check_replaceable(env_dir / compare.SESSIONS, "--runs-dir", own=_sessions_record)
     if not provenance.read_manifest(report.parent).get(report.name):  # a new report: its folder is not purerl's yet
         for name in (f"{compare._slug(env)}.json", f"{compare._slug(env)}.png"):
             if (results_dir / name).exists() or (results_dir / name).is_symlink():
@@ -254,10 +254,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.gif is not None:  # checked before the evaluation compiles
         gif = args.gif if args.gif.is_absolute() or args.gif.parent != Path(".") else args.run_dir / args.gif
         check_gif(gif, train.env)
-        from purerl import rundir
+        from purerl import results, rundir
 
         default = gif.resolve() == (args.run_dir / "episode.gif").resolve() and rundir.marked(args.run_dir)
-        rundir.check_replaceable(gif, "--gif", own=lambda path: default or rundir.written_by_purerl(path))
+        results.check_replaceable(gif, "--gif", own=lambda path: default or results.written_by_purerl(path))
     key = jax.random.PRNGKey(args.seed)
     returns = jax.jit(jax.vmap(lambda p, s: evaluate(train, p, s, key, args.episodes)))(state.params, state.obs_stats)
     returns = np.asarray(returns)  # [members, episodes]
@@ -276,6 +276,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if gif is not None:
         pick = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
         render_gif(Policy(train, pick(state.params), pick(state.obs_stats), members.label(0)), gif)
-        rundir.mark_written(gif)  # a later `eval --gif` may replace it
+        results.mark_written(gif)  # a later `eval --gif` may replace it
         print(f"saved {gif}")
     return 0
