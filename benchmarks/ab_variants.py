@@ -22,9 +22,9 @@ import optax
 
 from purerl.algos import ppo as ppo_module
 from purerl.bench.worker import task_config
-from purerl.distributions import Categorical
+from purerl.nets.distributions import Categorical
 from purerl.envs.core import unroll_threefry_on_cpu
-from purerl.population import make_members
+from purerl.run.population import make_members
 
 
 class PerArrayAdam(ppo_module.PPO):

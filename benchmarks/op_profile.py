@@ -83,7 +83,7 @@ def main() -> None:
     from ab_variants import VARIANTS
 
     from purerl.bench.worker import task_config
-    from purerl.population import make_members
+    from purerl.run.population import make_members
 
     config, hp = task_config(args.task, args.total_timesteps)
     members = make_members(list(range(args.seeds)), hp)

@@ -2,14 +2,15 @@
 
 import json
 
-from purerl import experiment
+from purerl.run import experiment, stopping
 
 
 def assert_resume_is_bit_exact(spec: experiment.TrainSpec, tmp_path) -> dict:
     """Train `spec` (three seeds) whole and cut after the first of its 2-update chunks, resume the cut run, and
     check both give the same returns and the same metrics.csv, byte for byte; returns the full run's summary."""
     full = experiment.run(spec, tmp_path / "full", progress=False, chunk_updates=2)
-    assert experiment.run(spec, tmp_path / "cut", progress=False, chunk_updates=2, stop_after_chunks=1) is None
+    with stopping.cut_after(1):
+        assert experiment.run(spec, tmp_path / "cut", progress=False, chunk_updates=2) is None
     resumed = experiment.run(spec, tmp_path / "cut", resume=True, progress=False, chunk_updates=2)
     assert resumed["resumed_from_update"] == 2
     assert resumed["final_return_by_member"] == full["final_return_by_member"]

@@ -11,7 +11,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from purerl import evolve, experiment
+from purerl.meta import evolve
+from purerl.run import experiment
 from purerl.cli import build_parser, train_spec
 from purerl.studies import value_loss
 

@@ -11,7 +11,7 @@ import pytest
 from purerl import envs
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
-from purerl.envs.cheap_talk import CheapTalk
+from purerl.studies.act.cheap_talk import CheapTalk
 from purerl.studies import act
 
 
@@ -59,7 +59,7 @@ def test_silent_training_messages_are_zeros_and_random_ones_are_not():
 
 
 def test_evolved_runs_are_found_per_prefix_and_es_seed_without_confusing_prefixes(tmp_path):
-    from purerl.studies import act_cli
+    from purerl.studies.act import cli as act_cli
 
     for name in ("test-time-es1", "test-time-es0", "test-time-exploiter-es0", "test-time-exploiter-silent-es0",
                  "test-time-exploiter-silent-es2", "anti-es0"):
@@ -152,9 +152,9 @@ class _Stop(Exception):
 
 def test_act_resume_continues_the_runs_that_exist_and_starts_the_missing_ones(monkeypatch, capsys, tmp_path):
     """A test-time phase stopped in its second run resumes with one command, as `compare --resume` does."""
-    from purerl import rundir
+    from purerl.run import rundir
     from purerl.cli import main
-    from purerl.studies import act_cli
+    from purerl.studies.act import cli as act_cli
 
     calls = []
 
@@ -179,7 +179,7 @@ def test_act_resume_continues_the_runs_that_exist_and_starts_the_missing_ones(mo
 def test_an_evolve_run_without_report_only_evolves(monkeypatch, capsys, tmp_path):
     """Evaluating every run in the folder after each evolve run cost more than the run itself on Pendulum."""
     from purerl.cli import main
-    from purerl.studies import act_cli
+    from purerl.studies.act import cli as act_cli
 
     evolved = []
     monkeypatch.setattr(act_cli, "_evolve", lambda task, config, out, args, resume: evolved.append(out.name))

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from cli_run import SMALL, run_cli
 
-from purerl import experiment
-from purerl.checkpoint import CheckpointDamaged, Checkpointer
+from purerl.run import experiment, stopping
+from purerl.run.checkpoint import CheckpointDamaged, Checkpointer
 from purerl.cli import build_parser
 from purerl.cli.train import train_spec
 
@@ -63,8 +63,8 @@ def runs(tmp_path_factory):
     """(a run stopped at update 4 of 8 with checkpoints at 2 and 4, the same run uninterrupted)."""
     base = tmp_path_factory.mktemp("integrity")
     spec = train_spec(build_parser().parse_args(TRAIN))
-    assert experiment.run(spec, base / "stopped", progress=False, chunk_updates=2, checkpoint_every_s=0,
-                          stop_after_chunks=2) is None
+    with stopping.cut_after(2):
+        assert experiment.run(spec, base / "stopped", progress=False, chunk_updates=2, checkpoint_every_s=0) is None
     assert sorted(p.name for p in (base / "stopped" / "checkpoint").iterdir()) == ["2", "4"]
     experiment.run(spec, base / "full", progress=False)
     return base / "stopped", base / "full"

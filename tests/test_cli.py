@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import purerl
-from purerl import experiment
+from purerl.run import experiment, stopping
 from purerl.cli import main, train_spec, build_parser
 
 SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "2",
@@ -82,8 +82,8 @@ def test_end_to_end_run_directory_eval_and_load(capsys, tmp_path):
 def test_resume_after_interruption_equals_uninterrupted_run(tmp_path):
     spec = train_spec(build_parser().parse_args(["train", "--seeds", "2", *SMALL]))
     full = experiment.run(spec, tmp_path / "full", progress=False, chunk_updates=3)
-    assert experiment.run(spec, tmp_path / "cut", progress=False, chunk_updates=3, checkpoint_every_s=0,
-                          stop_after_chunks=1) is None
+    with stopping.cut_after(1):
+        assert experiment.run(spec, tmp_path / "cut", progress=False, chunk_updates=3, checkpoint_every_s=0) is None
     assert not (tmp_path / "cut" / "summary.json").exists()
     resumed = experiment.run(spec, tmp_path / "cut", resume=True, progress=False, chunk_updates=3)
     assert resumed["resumed_from_update"] == 3
@@ -111,7 +111,7 @@ def test_console_script_runs_in_a_fresh_process(tmp_path):
 def test_one_host_device_per_core_by_default():
     import jax
 
-    from purerl import host_devices
+    from purerl.runtime import host_devices
 
     if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
         pytest.skip("XLA_FLAGS chose the host device count")
@@ -120,7 +120,7 @@ def test_one_host_device_per_core_by_default():
 
 ONE_CORE_PROBE = """
 import json, os, sys
-from purerl import host_devices
+from purerl.runtime import host_devices
 import jax
 before = os.sched_getaffinity(0)
 did = host_devices.one_core_for_one_member(int(sys.argv[1]))

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from purerl import evolve, experiment, results
+from purerl.meta import evolve
+from purerl.run import experiment, results
 from purerl.cli import main
 from purerl.config import HyperParams
-from purerl.population import make_members
+from purerl.run.population import make_members
 
 SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "1",
          "--num-minibatches", "1", "--no-progress"]
@@ -207,9 +208,11 @@ def finished_run(tmp_path_factory) -> Path:
 
 def _stop_before_work(monkeypatch) -> None:
     """Every command's expensive step raises ReachedTraining: validation passed, the work would start now."""
-    from purerl import policy
+    from purerl.run import policy
     from purerl.bench import harness
-    from purerl.studies import act_cli, lpo, value_loss_report
+    from purerl.studies import lpo
+    from purerl.studies.act import cli as act_cli
+    from purerl.studies.value_loss import report as value_loss_report
 
     monkeypatch.setattr(experiment.Placement, "for_members", reached)
     monkeypatch.setattr(evolve, "Evolution", reached)

@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 
 from purerl.algos.ppo import PPO
+from purerl.run import stopping
 from purerl.config import HyperParams, PPOConfig
-from purerl.envs.coin_game import CoinGame, CoinState
+from purerl.studies.mfos.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
-from purerl.nets import ConvGRUActorCritic, init_params
+from purerl.nets.layers import init_params
+from purerl.studies.mfos.coin_nets import ConvGRUActorCritic
 from purerl.studies.mfos import coin as mfos_coin
 
 RIGHT, LEFT, DOWN, UP = range(4)
@@ -157,7 +159,8 @@ def test_meta_game_opponent_learns_after_each_inner_episode_and_resets_each_meta
 
 
 def test_coin_cli_smoke(tmp_path, capsys):
-    from purerl import cli, provenance
+    from purerl import cli
+    from purerl.publish import provenance
 
     out, report = tmp_path / "coin", tmp_path / "docs" / "coin.md"
     code = cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--report", str(report)])
@@ -193,7 +196,8 @@ def test_coin_run_resumes_bit_for_bit(tmp_path):
     settings = mfos_coin.PRESETS["tiny"].replace(meta_episodes=3)
     quiet = dict(chunk=1, log=lambda message: None)
     full = mfos_coin.run(settings, [0], tmp_path / "full", **quiet)
-    assert mfos_coin.run(settings, [0], tmp_path / "cut", stop_after_chunks=1, **quiet) is None
+    with stopping.cut_after(1):
+        assert mfos_coin.run(settings, [0], tmp_path / "cut", **quiet) is None
     resumed = mfos_coin.run(settings, [0], tmp_path / "cut", resume=True, **quiet)
     assert resumed["resumed_from_meta_episode"] == 1
     np.testing.assert_array_equal(resumed["log"], full["log"])
@@ -217,7 +221,7 @@ def test_coin_cli_resume_refuses_other_settings(tmp_path, capsys):
 def test_torus_conv_equals_a_circular_flax_conv(grid):
     import flax.linen as nn
 
-    from purerl.nets import TorusConv
+    from purerl.studies.mfos.coin_nets import TorusConv
 
     x = jax.random.normal(jax.random.PRNGKey(0), (2, 5) + grid + (7,))
     params = TorusConv(4).init(jax.random.PRNGKey(1), x)

@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import envs, replay
-from purerl.algos import td
+from purerl import envs
+from purerl.algos import replay, td
 from purerl.algos.dqn import DQN, DQNConfig, DQNHyperParams
 from purerl.config import ConfigError
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import evolve, evolve_files
+from purerl.meta import evolve, evolve_files
 from purerl.config import ConfigError
 from purerl.studies import lpo, value_loss
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import evolve, evolve_files
+from purerl.meta import evolve, evolve_files
 from purerl.config import ConfigError
 from purerl.studies import value_loss
 
@@ -132,7 +132,7 @@ def test_sigkill_mid_run_then_resume_gives_exactly_the_uninterrupted_es_mean(tmp
 def test_evolve_cli_refuses_a_different_run_in_the_same_directory(tmp_path, capsys):
     from purerl.cli import main
 
-    from purerl import rundir
+    from purerl.run import rundir
 
     rundir.start(tmp_path, {"command": "train"}, resumed=False)
     code = main([*COMMAND, "--out", str(tmp_path)])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from purerl import experiment, results, rundir, runlock
+from purerl.run import experiment, files, rundir, runlock
 from purerl.cli import main
 
 SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "1",
@@ -92,7 +92,7 @@ def test_plot_refuses_to_replace_a_png_it_did_not_write_and_replaces_its_own(cap
     for _ in range(2):  # the second run replaces the first's plot
         code, _, err = run_cli(capsys, "plot", trained, "--out", ours)
         assert code == 0, err
-    assert results.written_by_purerl(ours)
+    assert files.written_by_purerl(ours)
     from PIL import Image
 
     with Image.open(ours) as image:
@@ -354,7 +354,7 @@ def test_a_signal_during_the_first_compile_stops_the_run_with_its_message(tmp_pa
 
 SECOND_AFTER_GRACEFUL = """
 import os, signal, time
-from purerl.stopping import StopRequested, graceful_stop
+from purerl.run.stopping import StopRequested, graceful_stop
 with graceful_stop():  # what `purerl train` opens around the whole command
     try:
         with graceful_stop() as run:  # the run's own, around its chunks

@@ -1,4 +1,4 @@
-"""Fingerprints of published parts (`purerl.fingerprint`): a pure refactor keeps them, a change to what a part
+"""Fingerprints of published parts (`purerl.publish.fingerprint`): a pure refactor keeps them, a change to what a part
 computes (PPO's loss, the shuffle, an env's dynamics, the bootstrap, the ES loop) changes exactly the components,
 and so the documents, that use it; and `results --check` reads them, says what changed and marks stale parts."""
 
@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import fingerprint, provenance, staleness
-from purerl.registry import STUDIES
+from purerl.publish import fingerprint, provenance, staleness
+from purerl.publish.catalog import STUDIES
 
 CARTPOLE = STUDIES["dpo"].commands[1]  # PPO, DPO and two LPO drifts on CartPole-v1
 ACROBOT = STUDIES["dpo"].commands[2]
@@ -90,7 +90,7 @@ def test_moving_and_renaming_the_shuffle_keeps_the_fingerprint(baseline, monkeyp
 
 
 def test_new_algorithm_preset_and_report_wording_keep_the_fingerprint(baseline, monkeypatch):
-    from purerl import compare
+    from purerl.meta import compare
     from purerl.algos import registry
     from purerl.config import PRESETS
 
@@ -145,8 +145,8 @@ def test_a_bootstrap_change_stales_the_statistics_everywhere(monkeypatch):
 
 
 def test_es_programs_see_the_strategy_and_the_loop_not_the_bookkeeping(monkeypatch):
-    from purerl import evolve
-    from purerl.evolve import ESConfig, MetaTask
+    from purerl.meta import evolve
+    from purerl.meta.evolve import ESConfig, MetaTask
 
     task = MetaTask("quadratic", {"w": jnp.zeros(3)}, lambda key, p: -jnp.sum((p["w"] - 1.0) ** 2), {}, 0)
     config = ESConfig(strategy="open_es", population_size=8, generations=4, fitness_shaping="z_score", std=0.1)

@@ -13,7 +13,7 @@ import pytest
 
 import purerl
 from cli_run import SMALL, run_cli
-from purerl import experiment, rerun, results
+from purerl.run import experiment, rerun, results, stopping
 from purerl.cli import build_parser, main, train_spec
 
 GRIDS = {
@@ -42,7 +42,8 @@ def train_killed(args, chunks: int) -> None:
     real = experiment.run
 
     def run(*a, **kw):
-        assert real(*a, **kw, stop_after_chunks=chunks) is None
+        with stopping.cut_after(chunks):
+            assert real(*a, **kw) is None
         raise Killed
 
     with pytest.MonkeyPatch.context() as patch:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from purerl import loggers, wandb_process
+from purerl.run import loggers, wandb_process
 from cli_run import SMALL, run_cli
 from purerl.cli import main
 

@@ -11,10 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import provenance
+from purerl.publish import provenance
 from purerl.config import ConfigError
-from purerl.envs import games
-from purerl.studies.mfos import analysis, baselines, meta_game, report, runs, self_play, settings, table
+from purerl.run import stopping
+from purerl.studies.mfos import analysis, baselines, games, meta_game, report, runs, self_play, settings, table
 from purerl.studies.mfos import cli as mfos_cli
 
 GAMMA = 0.96
@@ -317,7 +317,7 @@ def test_cli_trains_then_resume_finds_the_finished_run(tmp_path, capsys):
 def test_one_run_writes_its_published_report_with_the_paper_numbers_and_its_agents(tmp_path, monkeypatch):
     """`mfos --report` (the paper-scale IPD document): final numbers beside the paper's, the ZD analysis,
     the plots and every seed's agent beside the report, and one manifest part naming the command."""
-    from purerl import provenance
+    from purerl.publish import provenance
 
     monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 6 + "abcd", False))  # a clean checkout
     report = tmp_path / "results" / "mfos_paper.md"
@@ -404,7 +404,8 @@ def test_cpu_preset_wins_matching_pennies():
 def test_a_killed_mfos_run_resumes_to_the_same_numbers(tmp_path):
     full = runs.run_vs_learner("ipd", "nl", TINY, [0, 1], checkpoint_dir=tmp_path / "full", chunk=1)
     cut = dict(checkpoint_dir=tmp_path / "cut", chunk=1)
-    assert runs.run_vs_learner("ipd", "nl", TINY, [0, 1], stop_after_chunks=2, **cut) is None
+    with stopping.cut_after(2):
+        assert runs.run_vs_learner("ipd", "nl", TINY, [0, 1], **cut) is None
     resumed = runs.run_vs_learner("ipd", "nl", TINY, [0, 1], resume=True, **cut)
     assert resumed["resumed_from_meta_episode"] == 2
     np.testing.assert_array_equal(resumed["rewards"], full["rewards"])

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import experiment, replay
-from purerl.algos import offpolicy
+from purerl.run import experiment
+from purerl.algos import offpolicy, replay
 from purerl.algos.sac import SAC, SACConfig, SACHyperParams
 from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams
 from purerl.cli import main

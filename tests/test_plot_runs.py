@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from purerl import results, runs
+from purerl.run import results, side_by_side
 from cli_run import run_cli
 from purerl.cli import main
 
@@ -40,41 +40,41 @@ def dqn_acrobot(tmp_path_factory):
 
 
 def test_labels_show_only_the_fields_that_differ_and_grid_rows_their_own_setting(two_runs):
-    loaded = [runs.load(path) for path in two_runs]
-    labels = runs.curve_labels(loaded)
+    loaded = [side_by_side.load(path) for path in two_runs]
+    labels = side_by_side.curve_labels(loaded)
     # the first run trains at the base lr; the second run's rows are its grid's lrs, never that base
     assert labels == [{"default": "num_envs=4, lr=0.00025"},
                       {"lr=0.001": "num_envs=8, lr=0.001", "lr=0.003": "num_envs=8, lr=0.003"}]
-    assert runs.run_labels(loaded) == ["num_envs=4, lr=0.00025", "num_envs=8, lr=0.001|0.003"]
+    assert side_by_side.run_labels(loaded) == ["num_envs=4, lr=0.00025", "num_envs=8, lr=0.001|0.003"]
     assert set(loaded[1].series("episode_return")) == {"lr=0.001", "lr=0.003"}
     assert loaded[1].series("episode_return")["lr=0.001"].shape == (8, 2)  # 2048 / (8 x 32) updates, 2 seeds
 
 
 def test_labels_across_algorithms_name_the_algorithm_and_no_other_algorithms_fields(two_runs, dqn_acrobot):
-    loaded = [runs.load(path) for path in [*two_runs, dqn_acrobot]]
-    labels = [label for per_run in runs.curve_labels(loaded) for label in per_run.values()]
+    loaded = [side_by_side.load(path) for path in [*two_runs, dqn_acrobot]]
+    labels = [label for per_run in side_by_side.curve_labels(loaded) for label in per_run.values()]
     assert labels == ["ppo: num_envs=4, lr=0.00025", "ppo: num_envs=8, lr=0.001", "ppo: num_envs=8, lr=0.003", "dqn"]
-    identical = [runs.load(two_runs[0]), runs.load(two_runs[0])]  # nothing differs: the directory tells them apart
-    assert runs.run_labels(identical) == ["four-envs", "four-envs"]
+    identical = [side_by_side.load(two_runs[0]), side_by_side.load(two_runs[0])]  # nothing differs: the directory tells them apart
+    assert side_by_side.run_labels(identical) == ["four-envs", "four-envs"]
 
 
 def test_settings_that_differ_only_between_environments_go_in_the_panel_titles(tmp_path):
     def run(name, algo, env, steps):
         config = {"command": "train", "algo": algo, "seeds": [0], "grid": [], "hyperparams": {"lr": 0.001},
                   "config": {"env": env, "total_timesteps": steps}}
-        return runs.Run(tmp_path / name, config, {})
+        return side_by_side.Run(tmp_path / name, config, {})
 
     same = [run("a", "ppo", "CartPole-v1", 100), run("b", "ppo", "Acrobot-v1", 500)]
-    assert runs.panel_notes(same) == {"CartPole-v1": "total_timesteps=100", "Acrobot-v1": "total_timesteps=500"}
-    assert runs.run_labels(same) == ["a", "b"]  # the panel tells them apart; the label falls back to the directory
+    assert side_by_side.panel_notes(same) == {"CartPole-v1": "total_timesteps=100", "Acrobot-v1": "total_timesteps=500"}
+    assert side_by_side.run_labels(same) == ["a", "b"]  # the panel tells them apart; the label falls back to the directory
     mixed = [*same, run("c", "dqn", "CartPole-v1", 100)]
-    assert runs.panel_notes(mixed) == {}  # different algorithms per panel: their defaults are not the panel's
+    assert side_by_side.panel_notes(mixed) == {}  # different algorithms per panel: their defaults are not the panel's
 
 
 def _figure(paths, metric="episode_return"):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "Tight layout not applied", no RuntimeWarning from empty updates
-        figure = runs.figure([runs.load(path) for path in paths], metric)
+        figure = side_by_side.figure([side_by_side.load(path) for path in paths], metric)
         figure.canvas.draw()
     return figure
 
@@ -103,7 +103,7 @@ def test_a_band_only_from_ten_seeds_and_single_seeds_below(two_runs):
     rng = np.random.default_rng(0)
     steps = np.arange(1, 41) * 100
     curves = [results.Curve("few", steps, rng.normal(size=(40, 9))),
-              results.Curve("many", steps, rng.normal(size=(40, runs.MIN_SEEDS_FOR_CI)))]
+              results.Curve("many", steps, rng.normal(size=(40, side_by_side.MIN_SEEDS_FOR_CI)))]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         figure = results.draw_panels({"": curves}, "title")
@@ -141,7 +141,7 @@ def test_summary_prints_one_table_with_per_seed_values_below_ten_seeds(capsys, t
     code, stdout, err = run_cli(capsys, "summary", *two_runs)
     assert code == 0, err
     assert "four-envs" in stdout and "eight-envs" in stdout and "lr=0.001" in stdout and "lr=0.003" in stdout
-    rows = runs.summary_rows([runs.load(p) for p in two_runs])
+    rows = side_by_side.summary_rows([side_by_side.load(p) for p in two_runs])
     assert [len(r["per_seed"]) for r in rows] == [3, 2, 2]
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from purerl.algos import registry
 from purerl.config import ConfigError, HyperParams, PPOConfig
-from purerl.population import Placement, batched, in_groups, make_members
+from purerl.run.population import Placement, batched, in_groups, make_members
 
 
 def scaled(x, shared):

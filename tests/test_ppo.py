@@ -6,7 +6,7 @@ import pytest
 from purerl.algos.ppo import METRICS, make_train
 from purerl.config import HyperParams, PPOConfig
 from purerl.envs import ActionSpace, Env, EpisodeStats, Timestep
-from purerl.population import make_members
+from purerl.run.population import make_members
 
 from conftest import TINY
 

@@ -3,7 +3,7 @@
 import numpy as np
 from rich.console import Console
 
-from purerl.progress import TrainingBar, _short
+from purerl.run.progress import TrainingBar, _short
 
 
 def render(bar: TrainingBar) -> str:

@@ -7,7 +7,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from purerl import compare, provenance, registry, rundir, staleness, stats
+from purerl import stats
+from purerl.meta import compare
+from purerl.publish import catalog, provenance, staleness
+from purerl.run import files, rundir
 from purerl.cli import main
 from purerl.config import ConfigError
 
@@ -27,7 +30,7 @@ def toy(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "PACKAGE", package)
     monkeypatch.setattr(provenance, "REPO", tmp_path)
     monkeypatch.setattr(provenance, "STUDIES", {"toy": STUDY})
-    monkeypatch.setattr(registry, "STUDIES", {"toy": STUDY})
+    monkeypatch.setattr(catalog, "STUDIES", {"toy": STUDY})
     monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 6 + "abcd", False))
     monkeypatch.setattr(provenance, "machine", lambda: {"cpu": "Test CPU", "cores": 2, "backend": "cpu",
                                                         "load_average_1m": 1.0})
@@ -131,7 +134,7 @@ def test_results_commands_resume_continues_only_what_can_be_continued(tmp_path, 
     listed = ("purerl compare --env E --runs-dir {runs}/c", "purerl act test-time --runs-dir {runs}/a",
               f"purerl mfos --game ipd --out {held}", f"purerl mfos --game ipd --out {empty}",
               f"purerl evolve lpo --out {held}", "purerl analyze drift x", "purerl mfos table --report r.md")
-    monkeypatch.setattr(registry, "STUDIES", {"toy": registry.Study("toy", "toy.md", ("*.py",), ("a",), listed)})
+    monkeypatch.setattr(catalog, "STUDIES", {"toy": catalog.Study("toy", "toy.md", ("*.py",), ("a",), listed)})
     assert main(["results", "--commands", "toy", "--runs-dir", "/r", "--resume"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "purerl compare --env E --runs-dir /r/c --resume", "purerl act test-time --runs-dir /r/a --resume",
@@ -143,9 +146,9 @@ def test_results_commands_resume_continues_only_what_can_be_continued(tmp_path, 
 
 def test_every_registered_command_is_known_to_resume_or_to_start_over():
     """A new kind of command must be classified, or reproduce.sh would rerun it from scratch after a stop."""
-    for study in registry.STUDIES.values():
+    for study in catalog.STUDIES.values():
         for command in study.commands:
-            rule = registry.resume_rule(command)
+            rule = catalog.resume_rule(command)
             assert rule is not None, command
             assert rule != "its --out" or " --out " in command, command
 
@@ -299,7 +302,7 @@ def test_compare_checks_every_objective_and_run_directory_before_training(capsys
 
 
 def test_write_atomic_keeps_the_old_file_and_leaves_no_temp_file_when_the_write_fails(tmp_path, monkeypatch):
-    from purerl import results
+    from purerl.run import files
 
     target = tmp_path / "report.md"
     target.write_text("old\n")
@@ -307,9 +310,9 @@ def test_write_atomic_keeps_the_old_file_and_leaves_no_temp_file_when_the_write_
     def fail(*_):
         raise OSError("disk full")
 
-    monkeypatch.setattr(results.os, "replace", fail)
+    monkeypatch.setattr(files.os, "replace", fail)
     with pytest.raises(OSError):
-        results.write_atomic(target, "new\n")
+        files.write_atomic(target, "new\n")
     assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
 
 

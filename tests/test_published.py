@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from purerl import provenance
+from purerl.publish import provenance
 from purerl.cli import main
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"

@@ -9,7 +9,7 @@ import pytest
 
 from purerl import envs
 from purerl.cli import main
-from purerl.gru import GRUActorCritic
+from purerl.nets.gru import GRUActorCritic
 
 
 def test_unroll_equals_stepping_and_reset_forgets():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from purerl.cli import main
-from purerl.stopping import StopRequested, graceful_stop
+from purerl.run.stopping import StopRequested, graceful_stop
 
 # ~2,400 updates: long enough to be stopped mid-run, a few seconds of compute.
 LONG = ["train", "--seeds", "2", "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "614400",
@@ -145,7 +145,6 @@ def test_a_request_left_by_an_earlier_run_stops_the_next_before_it_compiles(tmp_
 # A compiled call that would run for minutes: Python cannot run a signal handler until it returns.
 LONG_CALL = """
 import sys, jax, jax.numpy as jnp
-from purerl.stopping import graceful_stop
 spin = jax.jit(lambda x: jax.lax.fori_loop(0, 2**31 - 1, lambda i, x: jnp.sin(x), x)).lower(jnp.ones(64)).compile()
 if sys.argv[1] == "carried":  # a request from an earlier run of the command that then finished
     with graceful_stop() as earlier:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from purerl import rundir
+from purerl.run import rundir
 from purerl.cli import main
 from purerl.config import ConfigError
 

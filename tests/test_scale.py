@@ -82,7 +82,7 @@ def test_two_processes_on_localhost_match_one_process(tmp_path, command):
 def test_a_tiny_memory_budget_chunks_the_population_with_the_same_fitness():
     import jax
 
-    from purerl import evolve
+    from purerl.meta import evolve
     from purerl.studies import value_loss
 
     task = value_loss.make_task(total_timesteps=2048)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from purerl.algos import shuffle
-from purerl.distributions import Categorical
+from purerl.nets.distributions import Categorical
 
 
 @settings(max_examples=40, deadline=None)

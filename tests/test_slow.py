@@ -6,8 +6,8 @@ import pytest
 
 from purerl.algos.ppo import make_train
 from purerl.config import apply_preset
-from purerl.population import make_members
-from purerl.results import final_returns
+from purerl.run.population import make_members
+from purerl.run.results import final_returns
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -52,7 +52,7 @@ def test_brax_hopper_ppo_return_rises():
 
 def test_value_loss_cpu_preset_improves_fitness(tmp_path):
     """`purerl evolve value-loss` (CPU preset, ~20 min): last generation's mean fitness beats the first's."""
-    from purerl import evolve
+    from purerl.meta import evolve
     from purerl.studies import value_loss
 
     task, config = value_loss.make_task("cpu"), value_loss.es_config("cpu")
@@ -64,7 +64,7 @@ def test_value_loss_cpu_preset_improves_fitness(tmp_path):
 def test_lpo_cpu_preset_improves_on_its_first_generations_and_leaves_ppo(tmp_path):
     """`purerl evolve lpo` (CPU preset, 20 of its 300 generations, about 2 minutes): the population's mean
     fitness (AUC) rises over its first generations, and the ES mean's drift is no longer PPO's."""
-    from purerl import evolve, evolve_files
+    from purerl.meta import evolve, evolve_files
     from purerl.studies import lpo
 
     task, config = lpo.make_task("cpu"), lpo.es_config("cpu", generations=20)

@@ -10,9 +10,9 @@ import jax
 import numpy as np
 import pytest
 
-from purerl import experiment
+from purerl.run import experiment
 from purerl.cli import build_parser, train_spec
-from purerl.policy import evaluate, load_run
+from purerl.run.policy import evaluate, load_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 

@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from purerl import experiment
+from purerl.run import experiment
 from purerl.algos.dqn import DQNConfig, DQNHyperParams
 from purerl.algos.pqn import PQNConfig, PQNHyperParams
 from purerl.cli import build_parser, main

@@ -10,11 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl import provenance
+from purerl.publish import provenance
 from purerl.algos.objectives import l2, learned_log_weight, learned_value_loss
 from purerl.cli import main
 from purerl.config import PPOConfig
-from purerl.studies import value_loss, value_loss_shape
+from purerl.studies import value_loss
+from purerl.studies.value_loss import shape as value_loss_shape
 
 
 def test_initial_loss_is_exactly_l2_and_its_gradient():
@@ -48,7 +49,7 @@ def test_shape_numbers_read_l2_as_symmetric_convex_and_see_a_tilt():
 @pytest.mark.slow
 def test_analyze_writes_held_out_record_from_evolve_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(value_loss.PRESETS["cpu"], "inner", dict(num_envs=4, num_steps=64, total_timesteps=1024))
-    monkeypatch.setattr("purerl.studies.value_loss_report.DYNAMICS_SEEDS", 2)
+    monkeypatch.setattr("purerl.studies.value_loss.report.DYNAMICS_SEEDS", 2)
     runs = []
     for seed in (0, 1):
         out = tmp_path / f"seed{seed}"

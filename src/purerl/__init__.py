@@ -6,7 +6,7 @@ for one XLA program, vmap it for many seeds, hyperparameters or ES candidates.
 
 __version__ = "0.1.0"
 
-from purerl import compile_cache, host_devices  # noqa: E402
+from purerl.runtime import compile_cache, host_devices  # noqa: E402
 
 host_devices.enable_default()
 compile_cache.enable_default()
@@ -17,7 +17,7 @@ from purerl.algos.pqn import PQN, PQNConfig, PQNHyperParams  # noqa: E402
 from purerl.algos.sac import SAC, SACConfig, SACHyperParams  # noqa: E402
 from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams  # noqa: E402
 from purerl.config import ConfigError, HyperParams, PPOConfig  # noqa: E402
-from purerl.policy import Policy, load  # noqa: E402
+from purerl.run.policy import Policy, load  # noqa: E402
 
 __all__ = ["ConfigError", "DQN", "DQNConfig", "DQNHyperParams", "HyperParams", "PPO", "PPOConfig", "PQN", "PQNConfig",
            "PQNHyperParams", "Policy", "SAC", "SACConfig", "SACHyperParams", "TD3", "TD3Config", "TD3HyperParams",

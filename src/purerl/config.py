@@ -102,7 +102,7 @@ class RolloutShape:
         size arrays and stop at MAX_DIMENSION; the updates and their batch fit one program's
         int32 indexing; `hidden_sizes` and `activation` describe a network.
         """
-        from purerl.nets import ACTIVATIONS
+        from purerl.nets.layers import ACTIVATIONS
 
         check_counts(self, dict.fromkeys(step_counts, MAX_INT32) | dict.fromkeys(dimensions, MAX_DIMENSION))
         if self.batch_size > MAX_INT32 or self.num_updates > MAX_INT32:

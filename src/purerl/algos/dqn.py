@@ -25,10 +25,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from purerl import envs, replay
-from purerl.algos import loop, td
+from purerl import envs
+from purerl.algos import loop, replay, td
 from purerl.config import DISCOUNT, MAX_INT32, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, check_bounds
-from purerl.nets import init_params
+from purerl.nets.layers import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
 

@@ -25,11 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from purerl import envs, replay
-from purerl.algos import loop, td
+from purerl import envs
+from purerl.algos import loop, replay, td
 from purerl.config import MAX_INT32, ConfigError, Preset, RolloutShape
-from purerl.nets import init_params
-from purerl.qnets import QNetwork
+from purerl.nets.layers import init_params
+from purerl.nets.qnets import QNetwork
 
 EPISODE_METRICS = ("episode_return", "episode_length", "episodes")
 

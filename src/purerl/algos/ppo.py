@@ -30,7 +30,8 @@ from purerl.algos.objectives import clipped_l2, ppo_clip
 from purerl.algos.shuffle import permutation as random_permutation
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.wrappers import IdentityObs, IdentityReward, ObsNormalizer, RewardNormalizer
-from purerl.nets import ActorCritic, init_params
+from purerl.nets.actor_critic import ActorCritic
+from purerl.nets.layers import init_params
 
 METRICS = (
     "episode_return",  # mean return of the episodes that ended in this update (NaN if none)

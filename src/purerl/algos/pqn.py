@@ -30,7 +30,7 @@ from purerl import envs
 from purerl.algos import loop, td
 from purerl.algos.shuffle import permutation as random_permutation
 from purerl.config import DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, check_bounds
-from purerl.nets import init_params
+from purerl.nets.layers import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from purerl import replay
-from purerl.algos import dqn, offpolicy, pqn, sac, td3
+from purerl.algos import dqn, offpolicy, pqn, replay, sac, td3
 from purerl.algos.objectives import clipped_l2, ppo_clip
 from purerl.config import PRESETS as PPO_PRESETS
 from purerl.config import ConfigError, HyperParams, PPOConfig, Preset, default_preset
@@ -38,7 +37,7 @@ class Algorithm:
 def _ppo(config, network, objective, value_loss):
     from purerl import envs
     from purerl.algos.ppo import PPO
-    from purerl.gru import GRUActorCritic
+    from purerl.nets.gru import GRUActorCritic
 
     env = envs.make(config.env)
     memory = GRUActorCritic(env.action_space, config.hidden_sizes[0]) if network == "gru" else None

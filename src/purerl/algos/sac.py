@@ -28,8 +28,8 @@ from purerl import envs
 from purerl.algos import loop, offpolicy
 from purerl.algos.offpolicy import OffPolicyActorCritic, OffPolicyConfig, RunnerState, Transition, polyak
 from purerl.config import DISCOUNT, NON_NEGATIVE, POSITIVE, Preset, check_bounds
-from purerl.distributions import DiagGaussian
-from purerl.qnets import QNetwork
+from purerl.nets.distributions import DiagGaussian
+from purerl.nets.qnets import QNetwork
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 

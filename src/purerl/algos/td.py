@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from purerl import envs
 from purerl.algos.loop import UpdateLoop, check_config
 from purerl.config import ConfigError
-from purerl.qnets import QNetwork
+from purerl.nets.qnets import QNetwork
 
 
 def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> jax.Array:
@@ -66,14 +66,6 @@ def l2(q, target, meta_params, hp) -> jax.Array:
     """0.5 (q - target)^2, the DQN/PQN loss."""
     return 0.5 * jnp.square(q - target)
 
-
-def huber(q, target, meta_params, hp) -> jax.Array:
-    """Huber loss with threshold 1 (Mnih et al. 2015's error clipping)."""
-    error = jnp.abs(q - target)
-    return jnp.where(error < 1.0, 0.5 * error**2, error - 0.5)
-
-
-TD_LOSSES = {"l2": l2, "huber": huber}
 
 
 def discrete_only(algorithm: str, env_name: str, discrete: bool) -> None:

@@ -26,7 +26,7 @@ from purerl import envs
 from purerl.algos import loop, offpolicy
 from purerl.algos.offpolicy import OffPolicyActorCritic, OffPolicyConfig, RunnerState, Transition, polyak
 from purerl.config import DISCOUNT, NON_NEGATIVE, POSITIVE, Preset, check_bounds
-from purerl.qnets import QNetwork
+from purerl.nets.qnets import QNetwork
 
 
 class TD3HyperParams(NamedTuple):

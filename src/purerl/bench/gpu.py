@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from purerl import results
+from purerl.run import files
 from purerl.bench import harness, report
 
 TARGET_2048_S = 30.0  # issue 21: 2048 CartPole agents x 500k steps in at most 30 s of steady-state run time
@@ -54,7 +54,7 @@ def write_report(records: list[dict], out_md: Path) -> Path:
     for name in gpus:
         lines += ["", *gpu_section([r for r in records if is_gpu(r) and r["machine"]["gpu"]["name"] == name],
                                    out_md.parent / "benchmarks")]
-    results.write_atomic(out_md, "\n".join(lines) + "\n")
+    files.write_atomic(out_md, "\n".join(lines) + "\n")
     return out_md
 
 
@@ -248,7 +248,7 @@ def main() -> None:
         record = paper_presets(args.runs_dir, args.generations, args.meta_episodes, args.timeout)
         record["wall_s"] = time.perf_counter() - tick
         records = merge(records, [record])
-        results.write_atomic(records_path, json.dumps(records, indent=2))
+        files.write_atomic(records_path, json.dumps(records, indent=2))
     print(f"report: {write_report(records, args.out)}")
 
 

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from purerl import hostinfo
+from purerl.runtime import hostinfo
 from purerl.bench import gpu_info
 from purerl.bench import peers as peer_runner
-from purerl.compile_cache import cache_root
+from purerl.runtime.compile_cache import cache_root
 
 PRESETS = {
     "cpu": {"cartpole": [1, 8, 64], "minatar": [1, 8], "dqn": [1, 8, 64], "pqn": [1, 8, 64], "sac": [1, 8],

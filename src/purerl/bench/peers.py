@@ -43,7 +43,6 @@ RESULT_KEYS = (
     "peer", "seeds", "total_timesteps", "compile_s", "run_s", "env_steps_per_s", "agents_per_hour",
     "final_return", "peak_rss_mb", "versions", "error", "measured_seeds", "extrapolated",
 )
-MEASURED_KEYS = ("compile_s", "run_s", "env_steps_per_s", "agents_per_hour", "final_return", "peak_rss_mb")
 
 
 class PeerError(RuntimeError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from purerl import results
+from purerl.run import files
 
 
 SEVERAL_CORES = (
@@ -53,7 +53,7 @@ def write_report(records: list[dict], out_md: Path) -> Path:
             lines += _devices_section(record)
         if "evolve" in record:
             lines += _evolve_section(record)
-    results.write_atomic(out_md, "\n".join(lines))
+    files.write_atomic(out_md, "\n".join(lines))
     return out_md
 
 

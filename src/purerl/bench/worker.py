@@ -47,10 +47,10 @@ def task_config(task: str, total_timesteps: int | None = None):
 def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, floor: bool) -> dict:
     import jax
 
-    from purerl import host_devices
+    from purerl.runtime import host_devices
     from purerl.algos import registry
-    from purerl.population import Placement, batched, make_members
-    from purerl.results import final_returns
+    from purerl.run.population import Placement, batched, make_members
+    from purerl.run.results import final_returns
 
     host_devices.one_core_for_one_member(seeds)  # before any backend starts, as `purerl train` does
     config, hp = task_config(task, total_timesteps)
@@ -182,8 +182,8 @@ def measure_evolve(preset: str, generations: int) -> dict:
     import jax
     import numpy as np
 
-    from purerl.checkpoint import Checkpointer
-    from purerl.evolve import Evolution
+    from purerl.run.checkpoint import Checkpointer
+    from purerl.meta.evolve import Evolution
     from purerl.studies import value_loss
 
     study = EVOLVE_PRESETS[preset]

@@ -11,12 +11,13 @@ import contextlib
 import signal
 import sys
 
-from purerl import host_devices, runlock
+from purerl.runtime import host_devices
+from purerl.run import runlock
 from purerl.cli import meta, tools, train
 from purerl.cli.args import EXIT_USAGE, Parser
 from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
 from purerl.config import ConfigError
-from purerl.stopping import StopRequested, graceful_stop, pending, tell
+from purerl.run.stopping import StopRequested, graceful_stop, pending, tell
 
 GRACEFUL = {"train", "compare", "evolve", "act", "mfos", "analyze"}  # the commands that train and checkpoint
 

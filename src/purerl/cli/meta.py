@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from purerl import rundir
 from purerl.cli.args import (add_distributed_flags, default_out, finite_float, integer, is_writer, join_processes, path,
                              positive)
 from purerl.config import ConfigError
+from purerl.studies import META_TASKS, meta_task_module
+from purerl.run import files, rundir
 
 
 MAX_HELD_OUT_SEEDS = 2**12  # value-loss held-out seeds: 256 are published; far more do not fit in memory
@@ -16,7 +17,7 @@ MAX_HELD_OUT_SEEDS = 2**12  # value-loss held-out seeds: 256 are published; far 
 
 def add_evolve(sub) -> None:
     evolve = sub.add_parser("evolve", help="evolution strategies over whole training runs")
-    evolve.add_argument("task", choices=["value-loss", "lpo"], help="the meta-task to evolve")
+    evolve.add_argument("task", choices=list(META_TASKS), help="the meta-task to evolve")
     evolve.add_argument("--env", help="environment of the inner runs (lpo; default the preset's)")
     evolve.add_argument("--preset", default="cpu", help="budget: cpu (default, 2-core CPU) or paper (one GPU)")
     evolve.add_argument("--es-preset", choices=["paper-openes"], help="the 2022 papers' OpenES settings")
@@ -86,9 +87,9 @@ def add_act(sub) -> None:
 
 def cmd_evolve(args: argparse.Namespace) -> int:
     join_processes(args)
-    from purerl import evolve, evolve_files, provenance
-    from purerl.studies import lpo, value_loss
-    study = {"value-loss": value_loss, "lpo": lpo}[args.task]
+    from purerl.meta import evolve, evolve_files
+    from purerl.publish import provenance
+    study = meta_task_module(args.task)
     es_fields = ("strategy", "population_size", "generations", "rollouts", "fitness_shaping", "optimizer", "lr",
                  "lr_final", "std", "std_final", "seed", "max_parallel")
     overrides = dict(evolve.ES_PRESETS[args.es_preset]) if args.es_preset else {}
@@ -121,7 +122,6 @@ def cmd_evolve(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from purerl import results
     from purerl.studies import lpo
 
     if args.what == "drift":
@@ -131,7 +131,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         out = args.out or default_out
         _check_drift_out(out)
         report = lpo.analyze_drift(sources, out)
-        results.mark_written(Path(report["plot"]))
+        files.mark_written(Path(report["plot"]))
         for label, f in report["features"].items():
             edges = ", ".join(f"A = {a}: r < {r:.2f}" for a, r in f["rollback_below_r"].items() if r is not None)
             print(f"{label:14s} rollback: {edges or 'none'}; cautious optimism: drift {f['optimism_mean_drift_inside_clip']:.4f} "
@@ -140,8 +140,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                   f"|D - D_dpo| mean {f['mean_abs_difference_from_dpo']:.3f} max {f['max_abs_difference_from_dpo']:.2f}")
         print(f"plot: {report['plot']}")
         return 0
-    from purerl import provenance
-    from purerl.studies import value_loss_report
+    from purerl.publish import provenance
+    from purerl.studies.value_loss import report as value_loss_report
 
     sources = [Path(p) for p in args.run_dir.split(",") if p.strip()]
     if not sources:
@@ -185,17 +185,15 @@ def _drift_record(path: Path) -> bool:
 
 def _check_drift_out(out: Path) -> None:
     """Refuse to replace a drift.json or drift.png in OUT that `analyze drift` did not write."""
-    from purerl import results
-
     if not out.is_dir():
         return
-    results.check_replaceable(out / "drift.json", "--out", own=_drift_record)
+    files.check_replaceable(out / "drift.json", "--out", own=_drift_record)
     ours = _drift_record(out / "drift.json")  # the maps beside a drift record are its own
-    results.check_replaceable(out / "drift.png", "--out", own=lambda path: ours or results.written_by_purerl(path))
+    files.check_replaceable(out / "drift.png", "--out", own=lambda path: ours or files.written_by_purerl(path))
 
 
 def cmd_act(args: argparse.Namespace) -> int:
-    from purerl.studies import act_cli
+    from purerl.studies.act import cli as act_cli
 
     if args.resume and args.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
@@ -213,7 +211,7 @@ def _check_evolved(act_cli, source: Path, phase: str) -> None:
 
     for *_, run in act_cli.evolved_runs(source, phase):
         try:
-            config = json.loads((run / act_cli.results.CONFIG).read_text())
+            config = json.loads((run / rundir.CONFIG).read_text())
             if not isinstance(config, dict) or not isinstance(config.get("es"), dict):
                 raise ValueError("its config.json holds no ES settings")
             act_cli._generations(run)

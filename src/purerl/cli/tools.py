@@ -45,8 +45,6 @@ def add_results(sub) -> None:
     what.add_argument("--check", action="store_true", help="list every stale document; exit 1 if any")
     what.add_argument("--commands", nargs="*", metavar="STUDY", help="print the commands that regenerate "
                       "these studies (all when none is named), one per line")
-    what.add_argument("--record-fingerprints", metavar="COMMIT", help="one-off migration: give every part that is "
-                      "current by its source hash at COMMIT the fingerprint of its computation there")
     results.add_argument("--mark", action="store_true", help="with --check: write each stale part's notice into its "
                          "document (at the top and beside the part) and the manifest, and clear the notices of "
                          "current parts")
@@ -61,7 +59,7 @@ def add_results(sub) -> None:
 
 def _check_bench_out(out: Path) -> None:
     """Refuse, before measuring for minutes, a --out the report cannot go to or must not replace."""
-    from purerl import rundir
+    from purerl.run import rundir
 
     if out.suffix != ".md" or out.is_dir():
         raise ConfigError(f"--out must be the path of a markdown (.md) file, got {out}")
@@ -72,7 +70,7 @@ def _check_bench_out(out: Path) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from purerl import provenance
+    from purerl.publish import provenance
     from purerl.bench import gpu, harness, peers
 
     tasks = {"all": ["cartpole", "minatar", "dqn", "pqn"], "evolve": []}.get(args.task, [args.task])
@@ -131,7 +129,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if records_path.exists():  # keep the other kinds of measurement already in the report
         records = gpu.merge(json.loads(records_path.read_text()), records)
     report = gpu.write_report(records, args.out)
-    from purerl.results import write_atomic
+    from purerl.run.files import write_atomic
 
     write_atomic(records_path, json.dumps(records, indent=2))
     print(f"report: {report}")
@@ -139,21 +137,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from purerl import provenance, registry, staleness
+    from purerl.publish import catalog, provenance, staleness
 
     if args.commands is not None:
-        print("\n".join(registry.commands(args.commands, args.runs_dir, args.resume)))
+        print("\n".join(catalog.commands(args.commands, args.runs_dir, args.resume)))
         return 0
     if args.resume:
         raise ConfigError("--resume goes with --commands")
     if args.results_dir is not None and not args.results_dir.is_dir():
         raise ConfigError(f"--results-dir {args.results_dir} is not a folder")
     results_dir = args.results_dir or provenance.RESULTS_DIR
-    if args.record_fingerprints:
-        if args.mark:
-            raise ConfigError("--mark goes with --check")
-        staleness.record_fingerprints(args.record_fingerprints, results_dir)
-        return 0
     started = time.perf_counter()
     stale = staleness.stale_parts(results_dir, cache=True, refresh=args.no_cache)
     for document, reasons in stale.items():  # one line per stale part, the first beside the document's name
@@ -181,6 +174,6 @@ def add_runs(sub) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from purerl import runs
+    from purerl.run import side_by_side
 
-    return runs.main(args)
+    return side_by_side.main(args)

@@ -11,6 +11,11 @@ from pathlib import Path
 from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_train_flags, at_most, default_out, finite_float,
                              is_writer, join_processes, path, positive, seed)
 from purerl.config import MAX_MEMBERS, ConfigError
+from purerl.run import files, rundir
+
+EVAL_REPORT = "eval.json"
+DEFAULT_GIF = "episode.gif"
+rundir.register_files(EVAL_REPORT, DEFAULT_GIF)
 
 
 def add_train(sub) -> None:
@@ -60,7 +65,7 @@ def add_eval(sub) -> None:
     evaluate.add_argument("--episodes", type=at_most(MAX_EPISODES), default=100,
                           help=f"greedy episodes per member (at most {MAX_EPISODES:,})")
     evaluate.add_argument("--seed", type=seed, default=12345)
-    evaluate.add_argument("--gif", type=path, nargs="?", const=Path("episode.gif"),
+    evaluate.add_argument("--gif", type=path, nargs="?", const=Path(DEFAULT_GIF),
                           help="save an animation of one episode of member 0 (default RUN/episode.gif)")
     evaluate.set_defaults(run=cmd_eval)
 
@@ -70,7 +75,7 @@ def train_spec(args: argparse.Namespace):
     from purerl import envs
     from purerl.algos import registry
     from purerl.config import apply_preset
-    from purerl.experiment import TrainSpec
+    from purerl.run.experiment import TrainSpec
 
     envs.check_name(args.env)
     env = envs.make(args.env)
@@ -130,7 +135,8 @@ SESSION_FLAGS = {"out", "resume", "no_progress", "checkpoint_every", "log", "coo
 
 def cmd_train(args: argparse.Namespace) -> int:
     join_processes(args)
-    from purerl import experiment, host_devices, rerun
+    from purerl.run import experiment, rerun
+    from purerl.runtime import host_devices
 
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
@@ -184,7 +190,9 @@ def print_summary(out: Path, summary: dict) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from purerl import compare, provenance, stats
+    from purerl import stats
+    from purerl.meta import compare
+    from purerl.publish import provenance
 
     spec = train_spec(args)
     if spec.grid:
@@ -223,8 +231,8 @@ def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[
                            results_dir: Path) -> None:
     """Before anything compiles: a comparison already in --runs-dir is continued (--resume) or replaced
     (--overwrite), never replaced silently, and no file purerl did not write is replaced."""
-    from purerl import compare, provenance, results, rundir
-
+    from purerl.meta import compare
+    from purerl.publish import provenance
     if args.resume and args.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
     env_dir = args.runs_dir / env
@@ -234,7 +242,7 @@ def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[
             if rundir.marked(run) and not rundir.only_marker(run):  # not purerl's at all: `prepare` says so
                 raise ConfigError(f"{run} already holds a run; pass --resume to continue the comparison, or "
                                   "--overwrite to replace it (or choose another --runs-dir)")
-    results.check_replaceable(env_dir / compare.SESSIONS, "--runs-dir", own=_sessions_record)
+    files.check_replaceable(env_dir / compare.SESSIONS, "--runs-dir", own=_sessions_record)
     if not provenance.read_manifest(report.parent).get(report.name):  # a new report: its folder is not purerl's yet
         for name in (f"{compare._slug(env)}.json", f"{compare._slug(env)}.png"):
             if (results_dir / name).exists() or (results_dir / name).is_symlink():
@@ -247,17 +255,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import numpy as np
 
     from purerl import stats
-    from purerl.policy import Policy, check_gif, evaluate, load_run, render_gif
+    from purerl.run.policy import Policy, check_gif, evaluate, load_run, render_gif
 
     spec, members, train, state = load_run(args.run_dir)
     gif = None
     if args.gif is not None:  # checked before the evaluation compiles
         gif = args.gif if args.gif.is_absolute() or args.gif.parent != Path(".") else args.run_dir / args.gif
         check_gif(gif, train.env)
-        from purerl import results, rundir
-
-        default = gif.resolve() == (args.run_dir / "episode.gif").resolve() and rundir.marked(args.run_dir)
-        results.check_replaceable(gif, "--gif", own=lambda path: default or results.written_by_purerl(path))
+        default = gif.resolve() == (args.run_dir / DEFAULT_GIF).resolve() and rundir.marked(args.run_dir)
+        files.check_replaceable(gif, "--gif", own=lambda path: default or files.written_by_purerl(path))
     key = jax.random.PRNGKey(args.seed)
     returns = jax.jit(jax.vmap(lambda p, s: evaluate(train, p, s, key, args.episodes)))(state.params, state.obs_stats)
     returns = np.asarray(returns)  # [members, episodes]
@@ -267,15 +273,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "greedy_return_by_member": {members.label(i): float(v) for i, v in enumerate(per_member)},
         "greedy_return": stats.summarize(per_member),
     }
-    from purerl.results import write_atomic
+    from purerl.run.files import write_atomic
 
-    write_atomic(args.run_dir / "eval.json", json.dumps(report, indent=2))
+    write_atomic(args.run_dir / EVAL_REPORT, json.dumps(report, indent=2))
     s = report["greedy_return"]
     print(f"greedy return over {args.episodes} episodes x {len(members)} members: mean {s['mean']:.2f}, "
           f"IQM {stats.describe(s, digits=2)}")
     if gif is not None:
         pick = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
         render_gif(Policy(train, pick(state.params), pick(state.obs_stats), members.label(0)), gif)
-        results.mark_written(gif)  # a later `eval --gif` may replace it
+        files.mark_written(gif)  # a later `eval --gif` may replace it
         print(f"saved {gif}")
     return 0

@@ -18,10 +18,10 @@ import numpy as np
 from purerl import envs
 from purerl.algos import objectives
 from purerl.algos.ppo import make_train
-from purerl.compare import run_name
+from purerl.meta.compare import run_name
 from purerl.config import ConfigError, HyperParams, apply_preset, default_preset
-from purerl.evolve import ESConfig, MetaTask, train_fitness
-from purerl.evolve_files import load_meta_params
+from purerl.meta.evolve import ESConfig, MetaTask, train_fitness
+from purerl.meta.evolve_files import load_meta_params
 
 # cpu: CartPole-v1 with the classic preset cut to 65,536 steps per inner run, where PPO is half-way (final return
 #      about 240 of 500) and so unsaturated; population 32 x 300 generations, one inner run per candidate (the
@@ -148,7 +148,7 @@ def analyze_drift(sources: list[str], out_dir: Path) -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from purerl.results import write_atomic
+    from purerl.run.files import write_atomic
 
     for source in sources:
         if source not in ("ppo", "dpo") and not Path(source).exists():
@@ -156,7 +156,7 @@ def analyze_drift(sources: list[str], out_dir: Path) -> dict:
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file; the drift maps and numbers go in a folder")
-    from purerl.rundir import check_writable
+    from purerl.run.rundir import check_writable
 
     check_writable(out_dir)
     labelled = {source: drift_for(source) for source in dict.fromkeys(["ppo", "dpo", *sources])}

@@ -49,3 +49,9 @@ seats 1 and 2 against NLs (theirs: each agent in seat 2), and a lambda decay sca
 chicken keeps 5 logits with gamma = 0 (theirs: one parameter); MAMAML meta-learns its logits only, on a
 CPU budget; the baselines average num_games games per seed (theirs: 8192 games once).
 """
+
+from purerl.run import rundir  # noqa: E402
+
+# What M-FOS commands write into their run directories (`rundir` keeps them when a run is overwritten or resumed).
+rundir.register_files("metrics.csv", "summary.json", "rewards.png", "policies.png", "learning.png", "mfos.md",
+                      "table.json")

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.algos.ppo import PPO
-from purerl.envs import games
+from purerl.studies.mfos import games
 from purerl.studies.mfos.settings import MFOS_SEAT
 
 

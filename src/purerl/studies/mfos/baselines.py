@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.config import ConfigError
-from purerl.envs import games
+from purerl.studies.mfos import games
 from purerl.studies.mfos.runs import summaries
 from purerl.studies.mfos.settings import INNER_LR, META_EPISODE, MFOS_SEAT, OPPONENT_SEAT, OPPONENTS, seed_keys
 

@@ -7,7 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from purerl import provenance, results, rundir
+from purerl.publish import provenance
+from purerl.run import files, rundir
 from purerl.cli.args import path
 from purerl.config import ConfigError
 from purerl.studies.mfos import run_report
@@ -156,7 +157,7 @@ def _rerender(report: Path | None, merge: list[Path], argv: list[str]) -> int:
                 if (path.parent / plot).is_file():
                     shutil.copyfile(path.parent / plot, data.parent / plot)
     if others:
-        results.write_atomic(data, json.dumps(record, indent=2))
+        files.write_atomic(data, json.dumps(record, indent=2))
     write_report({**record, "rendered": provenance.run_facts(argv)}, report)
     print(f"report: {report} (from {data})")
     return 0
@@ -223,7 +224,7 @@ def _seeds(first: int, count: int) -> list[int]:
 
 
 def _prepare_out(args, game: str, opponent: str, config: dict) -> Path:
-    """The run directory, under the rules every purerl command shares (`purerl.rundir`): --resume
+    """The run directory, under the rules every purerl command shares (`purerl.run.rundir`): --resume
     needs this run with the same settings, --overwrite replaces only a purerl run; config.json is
     written before anything trains."""
     if args.resume and args.out is None:

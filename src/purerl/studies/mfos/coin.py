@@ -35,11 +35,12 @@ import jax.numpy as jnp
 
 from purerl.algos.ppo import PPO, RunnerState, Transition
 from purerl.config import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, HyperParams, PPOConfig, check_counts
-from purerl.envs.coin_game import CoinGame, CoinState
+from purerl.studies.mfos.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
-from purerl.nets import ConvActorCritic, ConvGRUActorCritic, init_params
-from purerl.population import one_by_one
+from purerl.nets.layers import init_params
+from purerl.studies.mfos.coin_nets import ConvActorCritic, ConvGRUActorCritic
+from purerl.run.population import one_by_one
 from purerl.studies.mfos.meta_game import meta_training
 from purerl.studies.mfos.runs import final_window, summaries, train_members
 
@@ -244,7 +245,7 @@ def make_coin_train(settings: CoinSettings):
 
 
 def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = None, resume: bool = False,
-        chunk: int | None = None, stop_after_chunks: int | None = None, log=print) -> dict | None:
+        chunk: int | None = None, log=print) -> dict | None:
     """Train every seed (sharded over the devices, one after another on each: `population.one_by_one`),
     in chunks of meta-episodes with a checkpoint after each; `resume` continues from the last one.
     Returns None if stopped early."""
@@ -255,7 +256,7 @@ def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = 
 
     _, init, advance = make_coin_train(settings)
     finished = train_members(init, advance, seeds, settings.meta_episodes, one_by_one, checkpoint_dir, resume,
-                             chunk, stop_after_chunks, progress)
+                             chunk, progress)
     if finished is None:
         return None
     runs, timing = finished

@@ -10,20 +10,19 @@ import numpy as np
 from purerl.studies.mfos.coin import INNER_EPISODES, INNER_STEPS, LOG_COLUMNS, CoinSettings
 from purerl.studies.mfos.report import format_cell, pyplot, save_figure
 from purerl.studies.mfos.runs import MIN_SEEDS_FOR_CI, summaries
+from purerl.run import files
 
 
 def write_results(out: Path, result: dict, preset: str) -> None:
     """metrics.csv (per meta-episode and seed), summary.json and learning.png."""
-    from purerl import results
-
     log = result["log"]
     header = ["meta_episode"] + [f"{c}[seed={s}]" for s in result["seeds"] for c in LOG_COLUMNS]
     rows = [",".join(header)]
     for e in range(log.shape[1]):
         rows.append(",".join([str(e)] + [f"{log[i, e, j]:.6g}" for i in range(log.shape[0]) for j in range(4)]))
-    results.write_atomic(out / "metrics.csv", "\n".join(rows) + "\n")
+    files.write_atomic(out / "metrics.csv", "\n".join(rows) + "\n")
     summary = {k: v for k, v in result.items() if k != "log"} | {"preset": preset}
-    results.write_atomic(out / "summary.json", json.dumps(summary, indent=2))
+    files.write_atomic(out / "summary.json", json.dumps(summary, indent=2))
 
     plot_learning(log, out / "learning.png", preset)
 
@@ -51,7 +50,7 @@ def write_report(report: Path, result: dict, settings: CoinSettings, preset: str
                  sessions: list[dict]) -> None:
     """A markdown page for one run (settings, first and final numbers, the learning plot), with its plot
     in REPORT_STEM/ beside it, recorded from `argv` and the run's `sessions` in the results manifest."""
-    from purerl import provenance, results
+    from purerl.publish import provenance
 
     plots = report.parent / report.stem
     plots.mkdir(parents=True, exist_ok=True)
@@ -83,7 +82,7 @@ def write_report(report: Path, result: dict, settings: CoinSettings, preset: str
         "learns. A change is named only where the two 95% CIs separate.", "",
         f"![learning]({plots.name}/learning.png)", "",
     ]
-    results.write_atomic(report, "\n".join(lines))
+    files.write_atomic(report, "\n".join(lines))
 
 
 def change(first: dict, last: dict) -> str:

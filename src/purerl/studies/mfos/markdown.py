@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from purerl import provenance
+from purerl.publish import provenance
 from purerl.studies.mfos.baselines import SHAPERS
 from purerl.studies.mfos.report import PAPER, POLICY_LABELS, format_cell
 from purerl.studies.mfos.settings import META_EPISODE, OPPONENTS, TRAIN_GAMES
+from purerl.run import files
 
 _ROW_ORDER = [f"{a} vs {b}" for b in OPPONENTS for a in SHAPERS + ("mfos",)] + ["mfos vs mfos"]
 
@@ -40,8 +41,6 @@ DIFFERENCES = [
 
 def write_report(record: dict, report: Path) -> None:
     """REPORT from a table record (table.json); its data and plots are in REPORT_STEM/ beside it."""
-    from purerl import results
-
     s = record["settings"]
     data = f"{report.stem}/table.json"
     n_seeds = len(record["seeds"])
@@ -105,7 +104,7 @@ def write_report(record: dict, report: Path) -> None:
         lines.append("")
     lines += ["## Deliberate differences from the authors' code", ""] + [f"- {d}" for d in DIFFERENCES] + [""]
     report.parent.mkdir(parents=True, exist_ok=True)
-    results.write_atomic(report, "\n".join(lines) + "\n")
+    files.write_atomic(report, "\n".join(lines) + "\n")
 
 
 def _made_by(record: dict, games: list[tuple[str, dict]]) -> str:

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from purerl.algos.ppo import PPO, RunnerState, make_train
 from purerl.config import HyperParams
-from purerl.envs import games
+from purerl.studies.mfos import games
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
 from purerl.studies.mfos.settings import (HYPERPARAMS, INNER_LR, META_EPISODE, OPPONENT_SEAT, Settings,

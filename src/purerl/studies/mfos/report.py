@@ -11,6 +11,7 @@ import numpy as np
 from purerl.studies.mfos.analysis import Trajectory
 from purerl.studies.mfos.self_play import nl_probability
 from purerl.studies.mfos.settings import HYPERPARAMS, INNER_LR, META_EPISODE, Settings, ppo_config
+from purerl.run import files
 
 
 PAPER = {  # the paper's full-scale IPD numbers quoted in the brief (M-FOS, opponent)
@@ -86,13 +87,10 @@ def plot_policies(trajectory: Trajectory, path: Path, title: str) -> None:
 
 
 def save_figure(fig, path: Path) -> None:
-    import os
-
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=110)
+    with files.temporary(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     pyplot().close(fig)
-    os.replace(tmp, path)
 
 
 def _jsonable(result: dict) -> dict:
@@ -114,7 +112,6 @@ def write_run(out: Path, result: dict, settings: Settings, preset: str) -> None:
     import csv
     import io
 
-    from purerl import results
 
     names = ("agent0", "agent1") if result["opponent"] == "self" else ("mfos", "opponent")
     buffer = io.StringIO()
@@ -133,10 +130,10 @@ def write_run(out: Path, result: dict, settings: Settings, preset: str) -> None:
             row += [int(v) for v in result["vs_nl"][:, e]]
         row += [f"{ppo_metrics[name][:, e].mean():.6g}" for name in ppo_columns if name in ppo_metrics]
         writer.writerow(row)
-    results.write_atomic(out / "metrics.csv", buffer.getvalue())
+    files.write_atomic(out / "metrics.csv", buffer.getvalue())
     summary = {**_jsonable(result), "preset": preset, "settings": dataclasses.asdict(settings),
                "paper": PAPER.get((result["game"], result["opponent"]))}
-    results.write_atomic(out / "summary.json", json.dumps(summary, indent=2))
+    files.write_atomic(out / "summary.json", json.dumps(summary, indent=2))
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     plot_rewards(ax, result)

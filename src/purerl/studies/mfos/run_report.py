@@ -10,6 +10,7 @@ from purerl.studies.mfos.markdown import analysis_lines
 from purerl.studies.mfos.report import PAPER, format_cell, plot_policies, plot_rewards, pyplot, save_figure
 from purerl.studies.mfos.runs import MIN_SEEDS_FOR_CI, agents_path, save_agents
 from purerl.studies.mfos.settings import META_EPISODE, Settings
+from purerl.run import files
 
 STUDY = "mfos_paper"
 PAPER_TOLERANCE = 0.1  # how close to the paper's number counts as reproducing it
@@ -23,7 +24,7 @@ def write_report(report: Path, result: dict, settings: Settings, preset: str, ar
                  sessions: list[dict]) -> None:
     """REPORT for one run, its plots and every seed's trained agent in REPORT_STEM/ beside it, recorded
     from `argv` and the run's `sessions` (`provenance.session_facts`) in the results manifest."""
-    from purerl import provenance, results
+    from purerl.publish import provenance
 
     game, opponent = result["game"], result["opponent"]
     stem, part = report.parent / report.stem, part_name(game, opponent)
@@ -42,7 +43,7 @@ def write_report(report: Path, result: dict, settings: Settings, preset: str, ar
                       {"unit": "generations: M-FOS meta-episodes (PPO updates); env steps: meta-steps"},
                       sessions=sessions, wall_summed=True)
     title = f"# M-FOS against {opponent.upper()} in the {game.upper()}, preset {preset}"
-    results.write_atomic(report, "\n".join([title, "", *provenance.header(report, STUDY), *body]) + "\n")
+    files.write_atomic(report, "\n".join([title, "", *provenance.header(report, STUDY), *body]) + "\n")
 
 
 def _body(result: dict, settings: Settings, stem: str, part: str) -> list[str]:

@@ -10,11 +10,12 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from purerl.population import Placement, batched, run_chunks
+from purerl.run.population import Placement, batched, run_chunks
 from purerl.studies.mfos.analysis import Trajectory, extortion_analysis, play_meta_episode
 from purerl.studies.mfos.meta_game import make_mfos_train
 from purerl.studies.mfos.self_play import make_self_play_train
 from purerl.studies.mfos.settings import OPPONENT_SEAT, Settings, check_pairing, mamaml_init, seed_keys
+from purerl.run import files
 
 
 def final_window(meta_episodes: int) -> int:
@@ -23,8 +24,7 @@ def final_window(meta_episodes: int) -> int:
 
 
 def train_members(init, advance, seeds: list[int], total: int, member_program=batched, checkpoint_dir=None,
-                  resume: bool = False, chunk: int | None = None, stop_after_chunks: int | None = None,
-                  on_chunk=None) -> tuple[object, dict] | None:
+                  resume: bool = False, chunk: int | None = None, on_chunk=None) -> tuple[object, dict] | None:
     """One member per seed, sharded over the devices: `init(key)`, then `advance(run, start, stop)` over
     `total` meta-episodes in chunks, checkpointed after each (`population.run_chunks`). `on_chunk(done,
     rows)` gets every member's last `log` row. Returns the members' final state as host arrays and the
@@ -36,8 +36,7 @@ def train_members(init, advance, seeds: list[int], total: int, member_program=ba
     report = None if on_chunk is None else (
         lambda start, stop, runs: on_chunk(stop, placement.get(runs.log[:, stop - 1], len(seeds))))
     finished = run_chunks(member_program(advance, placement, 2), runs, placement, len(seeds), total,
-                          checkpoint_dir=checkpoint_dir, resume=resume, chunk=chunk,
-                          stop_after_chunks=stop_after_chunks, on_chunk=report)
+                          checkpoint_dir=checkpoint_dir, resume=resume, chunk=chunk, on_chunk=report)
     if finished is None:
         return None
     runs, timing = finished
@@ -122,10 +121,9 @@ def agents_path(results_dir: Path, game: str, opponent: str) -> Path:
 def save_agents(path: Path, params) -> None:
     from flax import serialization
 
-    from purerl import results
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    results.write_atomic(path, serialization.to_bytes(jax.tree.map(np.asarray, params)))
+    files.write_atomic(path, serialization.to_bytes(jax.tree.map(np.asarray, params)))
 
 
 def load_agents(path: Path):

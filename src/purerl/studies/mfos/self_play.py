@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 
 from purerl.algos.ppo import RunnerState, Transition, make_train
-from purerl.envs import games
+from purerl.studies.mfos import games
 from purerl.envs.core import Timestep
 from purerl.envs.wrappers import EpisodeStats
-from purerl.nets import init_params
+from purerl.nets.layers import init_params
 from purerl.studies.mfos.meta_game import MetaGame, observe
 from purerl.studies.mfos.settings import HYPERPARAMS, INNER_LR, META_EPISODE, Settings, ppo_config
 

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from purerl.config import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, ConfigError, HyperParams, PPOConfig, check_counts
-from purerl.envs import games
+from purerl.studies.mfos import games
 
 
 META_EPISODE = 100  # meta-steps (inner games) per meta-episode

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl import provenance as manifest
+from purerl.publish import provenance as manifest
 from purerl.config import ConfigError
+from purerl.run import files
 from purerl.studies.mfos.baselines import run_baselines
 from purerl.studies.mfos.markdown import write_report
 from purerl.studies.mfos.report import format_cell, plot_policies, plot_rewards, pyplot, save_figure
@@ -26,9 +27,7 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
     params/ the M-FOS agents trained against NL, which `purerl mfos evaluate` re-evaluates), at the start
     and again after every row, so a table stopped early keeps the rows it finished. REPORT's other games
     are kept when its table has these settings (`start_record`). Each finished game is one part of REPORT
-    in the results manifest (`purerl.provenance`), recorded from `argv`."""
-    from purerl import results
-
+    in the results manifest (`purerl.publish.provenance`), recorded from `argv`."""
     record = start_record(new_record(settings, seeds, preset, argv), report, games_)  # may refuse: nothing written
     results_dir = report.parent / report.stem
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -40,7 +39,7 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
         record["elapsed_s"] = now - started
         if game is not None:
             record["games"][game]["elapsed_s"] = now - game_started
-        results.write_atomic(results_dir / "table.json", json.dumps(record, indent=2))
+        files.write_atomic(results_dir / "table.json", json.dumps(record, indent=2))
         write_report(record, report)
 
     save()

@@ -1,0 +1,248 @@
+"""Compare policy objectives (PPO, DPO, LPO) on identical seeds and hyperparameters.
+
+Each objective is an ordinary `purerl train` run directory under `runs_dir`.
+The small results (one JSON and one curve plot per env) go to `results_dir`,
+and the markdown report is regenerated from every JSON there, so runs on
+different envs, with budgets chosen per env, accumulate into one table whose
+header (from `provenance`) says which command, commit and machine made each row.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from purerl import stats
+from purerl.meta import evolve_files
+from purerl.run import experiment, files, results, rundir
+from purerl.publish import provenance
+from purerl.config import ConfigError
+from purerl.run.experiment import TrainSpec
+
+
+def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir: Path, title: str,
+            progress: bool = True, resume: bool = False) -> dict:
+    """Train `base` once per objective (same seeds), then write `<env>.json` and `<env>.png`.
+
+    `resume` continues each objective's run under `runs_dir` from its checkpoint (a finished run is read back,
+    not retrained), so that an hour-long comparison survives being stopped. The record's `sessions` lists every
+    session that trained it, so that `provenance.record` can tell a comparison resumed across code changes.
+    """
+    specs = [TrainSpec(**{**base.__dict__, "objective": objective}) for objective in objectives]
+    env = base.config.env
+    labels = [_label(spec.objective) for spec in specs]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise ConfigError(f"--objectives names the column {twice[0]} twice (an lpo: column is named by its run's "
+                          "folder); give each objective once")
+    env_dir = Path(runs_dir) / env
+    continued = {}
+    for spec, label in zip(specs, labels):  # every objective and run directory checked before the first compile
+        spec.validate()
+        continued[label] = resume and rundir.holds_run(env_dir / label)
+        rundir.prepare(env_dir / label, spec.to_json(), resume=continued[label], overwrite=not continued[label])
+    sessions = _add_session(env_dir, resume)
+    curves, rows = {}, {}
+    for spec, label in zip(specs, labels):
+        run_dir = env_dir / label
+        summary = experiment.run(spec, run_dir, resume=continued[label], overwrite=not continued[label],
+                                 progress=progress)
+        curves[label] = results.read_member_returns(run_dir)
+        rows[label] = {"final_return": summary["final_return"], "run_dir": str(run_dir),
+                       "return_at_80pct": stats.summarize(_return_at(curves[label], LATE_FRACTION)),
+                       "env_steps_per_s": summary["env_steps_per_s"]}
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    cfg = base.config
+    record = {
+        "env": env,
+        "preset": base.preset,
+        "seeds": base.seeds,
+        "total_timesteps": cfg.total_timesteps,
+        "env_steps_per_run": cfg.num_updates * cfg.batch_size,
+        "num_envs": cfg.num_envs,
+        "num_steps": cfg.num_steps,
+        "hyperparams": {k: float(v) for k, v in base.hyperparams._asdict().items()},
+        "objectives": rows,
+    }
+    results.plot_labelled_curves(results_dir, curves, cfg.batch_size, f"{env}: {title}", f"{_slug(env)}.png")
+    files.write_atomic(results_dir / f"{_slug(env)}.json", json.dumps(record, indent=2))
+    return {**record, "sessions": sessions}
+
+
+LATE_FRACTION = 0.8  # has PPO's curve flattened? Its return at 80% of the budget against its final return
+SESSIONS = "sessions.json"
+
+
+def _return_at(curve: np.ndarray, fraction: float) -> np.ndarray:
+    """Per member, the final-return statistic of a run stopped after `fraction` of its updates."""
+    return results.final_returns(curve[:max(results.FINAL_WINDOW, round(fraction * len(curve)))])
+
+
+def _add_session(env_dir: Path, resume: bool) -> list[dict]:
+    """This session appended to the comparison's session list (a fresh comparison starts a new list)."""
+    path = env_dir / SESSIONS
+    earlier = json.loads(path.read_text()) if resume and path.is_file() else []
+    sessions = [*earlier, provenance.session_facts("dpo")]
+    env_dir.mkdir(parents=True, exist_ok=True)
+    files.write_atomic(path, json.dumps(sessions, indent=2) + "\n")
+    return sessions
+
+
+def write_report(results_dir: Path, report: Path, title: str) -> Path:
+    """The markdown table of every `<env>.json` in `results_dir` (generated; do not edit by hand)."""
+    results_dir = Path(results_dir)
+    records = [json.loads(p.read_text()) for p in sorted(results_dir.glob("*.json"))]
+    records = [r for r in records if "objectives" in r]  # other analyses (drift.json) share the folder
+    objectives = sorted({label for r in records for label in r["objectives"]}, key=_objective_order)
+    lines = [f"# {title}", "", *provenance.header(report, "dpo"),
+             f"Statistic: each seed's final return is its mean episode return over the last {results.FINAL_WINDOW} "
+             "updates; a cell gives the IQM over seeds and its 95% percentile-bootstrap CI when there are at least "
+             f"{stats.MIN_SEEDS_FOR_CI} seeds, otherwise every per-seed value and n. Every objective uses the same "
+             "seeds and hyperparameters. A run on the same CPU (family, model and SIMD extension, in the manifest) "
+             "reproduces these numbers exactly; on another, float rounding moves the per-seed values.", "",
+             "| env | budget (env steps/seed) | seeds | " + " | ".join(objectives) + " |",
+             "|---|---|---|" + "---|" * len(objectives)]
+    for r in records:
+        cells = [stats.describe(r["objectives"][label]["final_return"]) if label in r["objectives"] else "-"
+                 for label in objectives]
+        lines.append(f"| {r['env']} | {r['env_steps_per_run']:,} | {len(r['seeds'])} | " + " | ".join(cells) + " |")
+    lines += ["", "Per env: the best objective and DPO against PPO (a verdict only where the 95% CIs do not overlap), "
+              f"whether PPO's curve had flattened (its return at {LATE_FRACTION:.0%} of the budget against its final "
+              "return), and what Lu et al. (2022) claim for that setting:", ""]
+    lines += [f"- {r['env']}: best: {_verdict(r['objectives'])}; DPO against PPO: {_dpo_verdict(r['objectives'])}; "
+              f"PPO's curve: {_flatness(r['objectives'].get('ppo'))}; paper: {paper_claim(r['env'])}." for r in records]
+    lines += ["", _versus_ppo(records, "dpo"), ""]
+    learned = [label for label in objectives if label.startswith("lpo")]
+    if learned:
+        lines += [_versus_ppo(records, label) + " The LPO section below says which row is its training task."
+                  for label in learned]
+        lines += ["", *_lpo_lines(results_dir / "lpo")]
+    else:
+        lines += ["LPO has no column: no LPO drift evolved at a stated budget is committed yet, and a drift from "
+                  "an unrecorded run is not a reproducible result.", ""]
+    lines += [f"![{r['env']}]({results_dir.name}/{_slug(r['env'])}.png)" for r in records]
+    report = Path(report)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    files.write_atomic(report, "\n".join(lines) + "\n")
+    return report
+
+
+def _versus_ppo(records: list[dict], label: str) -> str:
+    """One objective against PPO over every env that has both, counted by non-overlapping CIs."""
+    name = label.upper()
+    outcome = {f"{name} ahead": [], f"{name} behind": [], stats.NOT_DISTINGUISHABLE: []}
+    for r in records:
+        if {"ppo", label} <= set(r["objectives"]):
+            sign = stats.separation(r["objectives"][label]["final_return"], r["objectives"]["ppo"]["final_return"])
+            outcome[{1: f"{name} ahead", -1: f"{name} behind", 0: stats.NOT_DISTINGUISHABLE}[sign]].append(r["env"])
+    parts = [f"{k} on {len(v)} ({', '.join(v)})" for k, v in outcome.items() if v]
+    return f"{name} against PPO at these budgets (non-overlapping 95% CIs only): " + "; ".join(parts) + "."
+
+
+# What Lu et al. (2022) claim, per setting. Their abstract claims state-of-the-art performance of LPO and DPO in
+# Brax and transfer to unseen settings; the budgets are those of the authors' code (dpo/main_drift_brax.py).
+_BRAX_CLAIM = "DPO and LPO ahead of PPO in Brax (the abstract's claim; the authors' code trains {env} for {steps})"
+_PAPER_BUDGETS = {"brax:ant": "3e7 steps", "brax:halfcheetah": "1e8 steps", "brax:humanoid": "5e7 steps",
+                  "brax:walker2d": "5e7 steps"}
+
+
+def paper_claim(env: str) -> str:
+    if env in _PAPER_BUDGETS:
+        return _BRAX_CLAIM.format(env=env.partition(":")[2], steps=_PAPER_BUDGETS[env])
+    if env.startswith("brax:"):
+        return "not one of the paper's Brax tasks, which claim DPO and LPO ahead of PPO in Brax generally"
+    return "none found for this env (the paper's stated experiments are in Brax)"
+
+
+def _dpo_verdict(rows: dict) -> str:
+    if not {"ppo", "dpo"} <= set(rows):
+        return "-"
+    sign = stats.separation(rows["dpo"]["final_return"], rows["ppo"]["final_return"])
+    return {1: "DPO ahead", -1: "DPO behind", 0: stats.NOT_DISTINGUISHABLE}[sign]
+
+
+def _flatness(ppo: dict | None) -> str:
+    """Flat when the CIs of PPO's return at LATE_FRACTION of the budget and at the end overlap: a budget where PPO
+    is still rising compares the objectives' speed, not what they reach."""
+    if ppo is None or "return_at_80pct" not in ppo:
+        return "not recorded"
+    late, final = ppo["return_at_80pct"], ppo["final_return"]
+    if not (late["ci_valid"] and final["ci_valid"]):
+        return f"{late['iqm']:.1f} at {LATE_FRACTION:.0%}, {final['iqm']:.1f} at the end (too few seeds to judge)"
+    sign = stats.separation(final, late)
+    judged = {1: "still rising (CIs separate)", -1: "falling (CIs separate)", 0: "flattened (CIs overlap)"}[sign]
+    return f"{stats.describe(late)} at {LATE_FRACTION:.0%}, {stats.describe(final)} at the end, {judged}"
+
+
+def _verdict(rows: dict) -> str:
+    ranked = sorted(rows.items(), key=lambda kv: kv[1]["final_return"]["iqm"], reverse=True)
+    (best, b), (second, s) = ranked[0], ranked[1]
+    if stats.separation(b["final_return"], s["final_return"]) > 0:
+        return f"{best} (CI clear of {second})"
+    return stats.NOT_DISTINGUISHABLE
+
+
+def _label(objective: str) -> str:
+    """ppo, dpo, or lpo-RUN (one column per evolved drift: lpo:runs/es0 is lpo-es0)."""
+    name, _, path = objective.partition(":")
+    if not path:
+        return name
+    return f"{name}-{run_name(path)}"
+
+
+def run_name(path: str | Path) -> str:
+    """The evolve run a meta-parameter path belongs to (its folder for a .msgpack file): names LPO's columns."""
+    path = Path(path)
+    return path.parent.name if path.suffix == ".msgpack" else path.name
+
+
+_FEATURES = (("rollback_below_r", "rollback: r below which A = -1 pushes r up", lambda f: f["rollback_below_r"]["-1"]),
+             ("optimism_mean_drift_inside_clip", "drift inside PPO's clip, A > 0", None),
+             ("optimism_drift_beyond_clip_vs_ppo", "drift beyond the clip / PPO's", None),
+             ("mean_abs_difference_from_ppo", "mean abs(D - D_PPO)", None),
+             ("max_abs_difference_from_ppo", "max abs(D - D_PPO)", None),
+             ("mean_abs_difference_from_dpo", "mean abs(D - D_DPO)", None))
+
+
+def _lpo_lines(folder: Path) -> list[str]:
+    """What made the lpo-* columns: each committed evolve run in FOLDER (its ES budget, the sessions that ran it
+    and its fitness curve) and the named features of every drift (FOLDER/drift.json, `purerl analyze drift`)."""
+    lines = ["## LPO: the evolved drifts", ""]
+    for run in sorted(p for p in folder.glob("*") if (p / "config.json").is_file()):
+        config = json.loads((run / "config.json").read_text())
+        es, task = config["es"], config["task_info"]
+        rows = evolve_files.read_log(run)
+        means, seconds = [row["mean"] for row in rows], sum(row["seconds"] for row in rows)
+        made = "; ".join(f"`{s['command']}` at {s['commit'][:10]} on {s['machine']}, {s['date']}"
+                         for s in rundir.sessions(run))
+        lines += [f"- **lpo-{run.name}**: {es['strategy']}, population {es['population_size']} x {len(rows)} "
+                  f"generations x {es['rollouts']} inner run(s) per candidate, lr {es['lr']} to {es['lr_final']}, "
+                  f"std {es['std']} to {es['std_final']}, {es['fitness_shaping']} fitness, ES seed {es['seed']}; "
+                  f"inner runs: {task['env']}, {task['total_timesteps']:,} steps, fitness {task['fitness']} return; "
+                  f"{seconds / 60:.1f} min of generations. Made by {made or 'an unrecorded command'}. Mean "
+                  f"candidate fitness over generations 0-9: {np.mean(means[:10]):.1f} (std {np.std(means[:10]):.1f}"
+                  f" across them), over the last 10: {np.mean(means[-10:]):.1f} (std {np.std(means[-10:]):.1f}). "
+                  f"Curve: [{run.name}/fitness.png]({folder.parent.name}/{folder.name}/{run.name}/fitness.png)."]
+    drift = folder / "drift.json"
+    if drift.exists():
+        features = json.loads(drift.read_text())
+        lines += ["", f"Each drift's named features on the analysis grid (`purerl analyze drift`; the maps are in "
+                  f"[drift.png]({folder.parent.name}/{folder.name}/drift.png)):", "",
+                  "| drift | " + " | ".join(title for _, title, _ in _FEATURES) + " |",
+                  "|---|" + "---|" * len(_FEATURES)]
+        for label, f in features.items():
+            cells = [(pick(f) if pick else f[key]) for key, _, pick in _FEATURES]
+            lines.append(f"| {label} | " + " | ".join("none" if c is None else f"{c:.3g}" for c in cells) + " |")
+    return lines + [""]
+
+
+def _objective_order(label: str) -> tuple:
+    return ({"ppo": 0, "dpo": 1, "lpo": 2}.get(label.partition("-")[0], 3), label)
+
+
+def _slug(env: str) -> str:
+    return env.replace(":", "-").replace("/", "-")
+

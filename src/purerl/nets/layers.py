@@ -1,0 +1,55 @@
+"""The building blocks every network shares: orthogonal dense layers, the MLP, and a parameter init that is
+safe to vmap (so seed i gets the same parameters alone or inside any population)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
+
+
+def dense(features: int, gain: float) -> nn.Dense:
+    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(gain), bias_init=nn.initializers.zeros)
+
+
+class MLP(nn.Module):
+    hidden_sizes: Sequence[int]
+    activation: str
+    out_features: int
+    out_gain: float
+
+    @nn.compact
+    def __call__(self, x):
+        act = ACTIVATIONS[self.activation]
+        for size in self.hidden_sizes:
+            x = act(dense(size, jnp.sqrt(2.0))(x))
+        return dense(self.out_features, self.out_gain)(x)
+
+
+def init_params(network: nn.Module, key: jax.Array, observation_shape: tuple[int, ...]):
+    """Initialise parameters in a way that is safe to vmap on jaxlib 0.10 CPU.
+
+    Orthogonal init runs a QR decomposition; under `vmap` several batched LAPACK
+    calls in one CPU program can deadlock. A custom
+    batching rule turns a batch of keys into a sequential `lax.map`, so seed i
+    gets the same parameters alone or inside any batch.
+    """
+
+    @jax.custom_batching.custom_vmap
+    def init(key):
+        return network.init(key, jnp.zeros(observation_shape, jnp.float32))
+
+    @init.def_vmap
+    def _init_batched(axis_size, in_batched, key):
+        (key_batched,) = in_batched
+        if not key_batched:
+            params = init(key)
+            return params, jax.tree.map(lambda _: False, params)
+        params = jax.lax.map(init, key)
+        return params, jax.tree.map(lambda _: True, params)
+
+    return init(key)

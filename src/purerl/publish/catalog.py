@@ -1,0 +1,137 @@
+"""The registry of published studies: each document under docs/results/, the source files its numbers depend
+on (narrow, so that unrelated edits do not stale it, but complete; globs relative to src/purerl/), the parts
+it must have, and the commands that regenerate it end to end. `provenance` checks documents against it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from purerl.run import rundir
+from purerl.config import ConfigError
+
+# What every PPO-based number depends on: the algorithm, the env stack, configs, nets, the run
+# loop and the statistics. cli/, checkpointing, progress bars and benchmarks are left out.
+TRAINING = ("algos/*.py", "envs/__init__.py", "envs/core.py", "envs/wrappers.py", "config.py", "nets/*.py",
+            "run/population.py", "run/experiment.py", "run/results.py", "stats.py", "runtime/host_devices.py")
+EVOLUTION = ("meta/evolve.py",)
+
+
+@dataclass(frozen=True)
+class Study:
+    """One published document and how it is made."""
+
+    name: str
+    document: str  # relative to docs/results/; its manifest.json is the one beside it
+    depends: tuple[str, ...]  # globs relative to src/purerl/
+    parts: tuple[str, ...]  # every part the document must have
+    commands: tuple[str, ...]  # regenerate it end to end; {runs} is a scratch folder for run directories
+
+
+_MINATAR = ("Breakout-MinAtar", "SpaceInvaders-MinAtar", "Asterix-MinAtar", "Freeway-MinAtar")
+# MinAtar budgets: the minatar preset's 1e7 (PureJaxRL's) where PPO's curve had flattened there (its return at
+# 80% of the budget within the CI of its final one, at d1ea257), 2e7 where it was still rising.
+_MINATAR_BUDGET = {env: " --total-timesteps 20000000" for env in ("SpaceInvaders-MinAtar", "Freeway-MinAtar")}
+# Brax: two of the paper's tasks at the brax preset (2048 envs x 10 steps), 10 seeds (the fewest with a CI).
+# Measured here with 8 seeds on 2 cores: ant 20.2k, halfcheetah 13.8k env steps/s (hopper, not a paper task,
+# 42.7k), so 4,096,000 steps per run (200 updates): 14% of the authors' ant budget (3e7) and 4% of their
+# halfcheetah one (1e8); ant's 20 runs take about 65 min, halfcheetah's about 100.
+_BRAX = ("brax:ant", "brax:halfcheetah")
+DPO_ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", *_MINATAR, *_BRAX)
+# The committed LPO evolutions (`purerl evolve lpo --seed S`, CartPole-v1 at 65,536 steps: each folder's
+# provenance.json says which commit and machine ran it); CartPole-v1 at that budget is their training task,
+# every other row a transfer.
+_LPO = tuple(f"docs/results/dpo/lpo/es{seed}/mean_meta_params.msgpack" for seed in (0, 1))
+_COMPARE = (f"purerl compare --objectives ppo,dpo,{','.join(f'lpo:{path}' for path in _LPO)} --runs-dir {{runs}}/compare "
+            "--report docs/results/dpo.md --no-progress")
+_DPO_VS_PPO = "purerl compare --objectives ppo,dpo --runs-dir {runs}/compare --report docs/results/dpo.md --no-progress"
+_VALUE_LOSS_STAGES = ("training_budget", "acrobot", "2x_budget", "5x_budget", "critic")
+# The M-FOS modules that make numbers. The CLI, plots and markdown only print them, so editing their words
+# does not stale a document (a document's words are re-rendered with its numbers when it is regenerated).
+_MFOS_MATRIX = ("studies/mfos/games.py", *(f"studies/mfos/{name}.py" for name in (
+    "analysis", "baselines", "meta_game", "runs", "self_play", "settings", "table")))
+_MFOS_COIN = ("studies/mfos/games.py", "studies/mfos/coin_game.py", *(f"studies/mfos/{name}.py" for name in (
+    "analysis", "coin", "coin_nets", "coin_report", "meta_game", "runs", "self_play", "settings")))
+_ACT_ENVS = ("CartPole-v1", "Pendulum-v1")
+STUDIES = {s.name: s for s in (
+    Study("dpo", "dpo.md", TRAINING + EVOLUTION + ("envs/brax.py", "meta/compare.py", "studies/lpo.py"), DPO_ENVS, (
+        f"purerl analyze drift {','.join(_LPO)} --out docs/results/dpo/lpo",
+        f"{_COMPARE} --env CartPole-v1 --seeds 16 --total-timesteps 65536",
+        f"{_COMPARE} --env Acrobot-v1 --seeds 16",
+        f"{_COMPARE} --env Pendulum-v1 --seeds 16 --total-timesteps 262144",
+        # DPO against PPO where budgets mean something, without the LPO transfer columns, at the MinAtar and Brax
+        # budgets above. Long: `compare --resume` continues them.
+        *(f"{_DPO_VS_PPO} --env {env} --seeds 10{_MINATAR_BUDGET.get(env, '')}" for env in _MINATAR),
+        *(f"{_DPO_VS_PPO} --env {env} --seeds 10 --total-timesteps 4096000" for env in _BRAX),
+    )),
+    # Re-evaluated from the committed evolutions (docs/results/value_loss/es_seedS, each holding its own
+    # `purerl evolve value-loss --preset cpu --seed S` record): they were evolved on a GPU, whose float
+    # rounding a CPU re-evolution would not reproduce. Re-evolving is docs/results/README.md's recipe.
+    Study("value_loss", "value_loss.md", TRAINING + EVOLUTION + ("studies/value_loss/*.py",), _VALUE_LOSS_STAGES, (
+        "purerl analyze value-loss docs/results/value_loss/es_seed0,docs/results/value_loss/es_seed1,"
+        "docs/results/value_loss/es_seed2 --seeds 256 --transfer-seeds 16 --report docs/results/value_loss.md",
+    )),
+    Study("mfos", "mfos.md", TRAINING + _MFOS_MATRIX, ("ipd", "imp", "chicken"), (
+        "purerl mfos table --preset small --report docs/results/mfos.md",
+    )),
+    # The paper's budget on a 2-core CPU: about 3.2 h, so rerun it with --resume until it finishes. Four seeds,
+    # not the preset's three: over 2 CPU devices three seeds are padded to four, so the fourth costs nothing.
+    Study("mfos_paper", "mfos_paper.md", TRAINING + _MFOS_MATRIX, ("ipd-vs-nl",), (
+        "purerl mfos --game ipd --opponent nl --preset paper --seeds 4 --out {runs}/mfos-paper-ipd-nl "
+        "--report docs/results/mfos_paper.md",
+    )),
+    Study("mfos_coin", "mfos_coin.md", TRAINING + _MFOS_COIN, ("coin",), (
+        "purerl mfos --game coin --preset cpu --seeds 10 --meta-episodes 1500 --out {runs}/mfos-coin "
+        "--report docs/results/mfos_coin.md",
+    )),
+    # Two ES seeds per train-time mode and env (CartPole-v1, and the authors' Pendulum-v1 victim); each report
+    # command evaluates every run present under --runs-dir/ENV. Test-time is CartPole-v1's cart-position goal.
+    Study("act", "act.md", TRAINING + EVOLUTION + ("studies/act/*.py",),
+          ("train-time", "train-time Pendulum-v1", "test-time"), (
+        *(command for env in _ACT_ENVS for command in (  # an env's report right after its runs: it lands sooner
+            *(f"purerl act train-time --env {env} --mode {mode} --seed {seed} --runs-dir {{runs}}/act --no-progress"
+              for mode in ("anti", "pro") for seed in (0, 1)),
+            f"purerl act train-time --env {env} --from-params {{runs}}/act/{env} --runs-dir {{runs}}/act "
+            "--report docs/results/act.md --no-progress")),
+        "purerl act test-time --runs-dir {runs}/act --report docs/results/act.md --no-progress",
+    )),
+)}
+
+
+# How a registered command continues after a stop, by its first words. compare and act, given --resume, continue
+# every run they find under --runs-dir and start the missing ones. A command with its own --out continues only a
+# run that folder already holds (--resume never starts a fresh run). The rest are minutes long and start over.
+RESUME_RULES = {
+    "always": ("compare", "act"),
+    "its --out": ("mfos --game", "evolve", "train"),
+    "never": ("analyze", "mfos table"),
+}
+
+
+def resume_rule(command: str) -> str | None:
+    """The `RESUME_RULES` entry a command follows, None for a kind no rule names."""
+    return next((rule for rule, kinds in RESUME_RULES.items()
+                 if command.startswith(tuple(f"purerl {kind} " for kind in kinds))), None)
+
+
+def continuing(command: str) -> str:
+    """`command` with --resume where that continues what an earlier, stopped run of it left."""
+    rule = resume_rule(command)
+    if rule == "its --out":
+        words = shlex.split(command)
+        resumes = rundir.holds_run(Path(words[words.index("--out") + 1]))
+    else:
+        resumes = rule == "always"
+    return f"{command} --resume" if resumes else command
+
+
+def commands(names: list[str], runs: str, resume: bool = False) -> list[str]:
+    """The commands that regenerate the named studies (all when none is named) into scratch folder `runs`;
+    with `resume`, each continues what an earlier run of the same commands into `runs` left."""
+    unknown = [n for n in names if n not in STUDIES]
+    if unknown:
+        raise ConfigError(f"unknown study '{unknown[0]}'; choose from {', '.join(STUDIES)}")
+    listed = [c.format(runs=runs) for n in (names or list(STUDIES)) for c in STUDIES[n].commands]
+    return [continuing(c) for c in listed] if resume else listed

@@ -1,0 +1,239 @@
+"""Fingerprints of the PPO-based studies' commands: compare (dpo), analyze value-loss, ES runs, ACT."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from purerl.publish.fingerprint.core import REPO, Fingerprint, abstract, host_common, parse_command
+
+
+# ------------------------------------------------------------------------------------------------ PPO runs
+def member_programs(fp: Fingerprint, name: str, train, hyperparams, meta_params=None) -> None:
+    """One member's `init(key, hp)` and `run(state, hp, meta, start, stop)` (chunks compose exactly, so the run
+    of every chunk is this program), as `experiment.run` vmaps and shards them."""
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    hp = abstract(jax.tree.map(lambda x: np.asarray(x, np.float32), hyperparams))
+    state = fp.program(f"{name} init", train.init, key, hp)
+    step = jax.ShapeDtypeStruct((), jnp.int32)
+    fp.program(f"{name} run", train.run, state, hp, abstract(meta_params), step, step)
+    return state
+
+
+def member_keys(fp: Fingerprint, members) -> None:
+    """Seeds to keys, as the population derives them (the seeds are constants of the program)."""
+    fp.program("member keys", members.keys)
+
+
+def compare_part(fp: Fingerprint, command: str) -> None:
+    """`purerl compare`: each objective's training at the env's config, on the same seeds, and the statistics."""
+    from purerl.cli.train import train_spec
+    from purerl.run.experiment import TrainSpec
+
+    args = parse_command(command)
+    base = train_spec(args)
+    objectives = [o for o in args.objectives.split(",") if o]
+    for objective in objectives:
+        spec = TrainSpec(**{**base.__dict__, "objective": objective})
+        members = spec.validate()
+        name, _, path = objective.partition(":")
+        label = name if not path else f"{name}:{Path(path).parent.name}"
+        member_programs(fp, label, spec.build(), _first(members.hyperparams), spec.meta_params())
+        if path:
+            fp.files(f"{label} meta-parameters", [REPO / path])
+    # What the programs take as data: the hyperparameter values (the seeds are constants of the keys' program).
+    # The rest of the spec is static and in the programs, so a new config field with a default stales nothing.
+    fp.input("hyperparameters", {"hyperparams": base.to_json()["hyperparams"], "grid": base.to_json()["grid"]})
+    member_keys(fp, base.validate())
+    fp.probe("compare curves", _compare_probe)
+    host_common(fp)
+
+
+def _first(hyperparams):
+    """Member 0's hyperparameters from a population's (leaves of shape [members])."""
+    import jax
+
+    return jax.tree.map(lambda x: np.asarray(x)[0], hyperparams.as_arrays())
+
+
+def _compare_probe() -> dict:
+    from purerl.meta import compare
+
+    rng = np.random.default_rng(3)
+    curve = rng.normal(20.0, 5.0, (60, 12))
+    return {"late": compare._return_at(curve, compare.LATE_FRACTION), "fraction": compare.LATE_FRACTION}
+
+
+# ------------------------------------------------------------------------------------------------ value loss
+def value_loss_part(fp: Fingerprint, command: str) -> None:
+    """`purerl analyze value-loss`: the committed evolutions, the ES seed it selects, PPO with the learned loss and
+    both baselines at every held-out setting, the critic probe, and the statistics."""
+    import jax
+    import jax.numpy as jnp
+
+    from purerl.algos.objectives import clipped_l2, l2, learned_value_loss
+    from purerl.algos.ppo import make_train
+    from purerl.config import HyperParams
+    from purerl.run.population import make_members
+    from purerl.studies import value_loss
+    from purerl.studies.value_loss import report as value_loss_report, shape as value_loss_shape
+
+    args = parse_command(command)
+    sources = [REPO / s for s in args.run_dir.split(",") if s]
+    fp.files("evolutions", [p for s in sources for p in sorted(s.iterdir())
+                            if p.name in ("config.json", "generations.csv", "mean_meta_params.msgpack")])
+    evolutions = {}
+    for source in sources:
+        evolution = value_loss_report.load_evolution(source)
+        evolutions[f"es_seed{evolution['config']['es']['seed']}"] = evolution
+    summaries = {name: value_loss_report.evolution_summary(e) for name, e in evolutions.items()}
+    selected = max(summaries, key=lambda name: summaries[name]["last_generations_mean_fitness"])
+    chosen = evolutions[selected]["params"]
+    fp.input("selection", {"selected": selected, "summaries": {k: {**v, "seconds": None} for k, v in summaries.items()}})
+    fp.probe("scale-only ablation", value_loss_report.constant_weight_params, chosen)
+    fp.probe("loss shape", value_loss_shape.shape_numbers, chosen)
+    preset = evolutions[selected]["config"]["preset"]
+    budget = int(evolutions[selected]["config"]["task_info"]["total_timesteps"])
+    fp.input("arguments", {"seeds": args.seeds, "transfer_seeds": args.transfer_seeds, "preset": preset,
+                           "budget": budget, "held_out_start": value_loss.HELD_OUT_SEED_START,
+                           "settings": value_loss.transfer_settings(budget),
+                           "dynamics_seeds": value_loss_report.DYNAMICS_SEEDS})
+    hp = _first(make_members([0], HyperParams()).hyperparams)
+    meta = abstract(chosen)
+    losses = {"learned": (learned_value_loss, meta), "l2": (l2, None), "clipped_l2": (clipped_l2, None)}
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    for setting, spec in value_loss.transfer_settings(budget).items():
+        config = value_loss.inner_config(preset, env=spec["env"], total_timesteps=spec["total_timesteps"])
+        for name, (loss, params) in losses.items():
+            train = make_train(config, value_loss=loss)
+            fp.program(f"{setting} {name} training", lambda k, h, m, train=train: train(k, h, m).metrics["episode_return"],
+                       key, abstract(hp), params)
+    config = value_loss.inner_config(preset, total_timesteps=budget)
+    for name, (loss, params) in losses.items():  # critic dynamics: the chunks of one run and the probe between them
+        train = make_train(config, value_loss=loss)
+        state = member_programs(fp, f"critic {name}", train, hp, params)
+
+        def probe(state, hp, meta, train=train):
+            start_carry = state.carry
+            _, trajectory = train.rollout(state, hp, meta)
+            values, _, targets = train.advantages(state.params, trajectory, start_carry, hp)
+            return values - targets, targets
+
+        fp.program(f"critic {name} probe", probe, state, abstract(hp), params)
+    member_keys(fp, make_members(list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START
+                                            + max(args.seeds, args.transfer_seeds or 0))), HyperParams()))
+    fp.probe("fitness per seed", lambda: [value_loss.fitness_per_seed(c) for c in _curves()])
+    host_common(fp)
+
+
+def _curves() -> list[np.ndarray]:
+    rng = np.random.default_rng(11)
+    return [np.where(rng.random((n, 12)) < 0.3, np.nan, rng.normal(80.0, 40.0, (n, 12))) for n in (8, 50)]
+
+
+# ------------------------------------------------------------------------------------------------ evolution
+def es_programs(fp: Fingerprint, name: str, task, config) -> None:
+    """An ES run: the fitness of one candidate (its rollouts vmapped and averaged, as `Evolution` evaluates a
+    population), the strategy's init, ask and tell lowered at the ES config, and the host loop around them
+    (keys per generation, repair of bad fitness, ask -> evaluate -> tell) probed for two generations with a
+    synthetic fitness in place of training."""
+    import jax
+    import jax.numpy as jnp
+
+    from purerl.meta.evolve import Evolution
+
+    evolution = Evolution(task, config)
+    per_candidate = jax.vmap(task.fitness, in_axes=(0, None))
+    keys = jax.ShapeDtypeStruct((config.rollouts, 2), jnp.uint32)
+    fp.program(f"{name} fitness", lambda meta, keys: per_candidate(keys, meta).mean(), abstract(task.template), keys)
+    strategy, params = evolution.strategy, evolution.params
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    state = fp.program(f"{name} es init", lambda k, mean, p: strategy.init(k, mean, p), key, abstract(task.template),
+                       abstract(params))
+    population = fp.program(f"{name} es ask", lambda k, s, p: strategy.ask(k, s, p), key, state, abstract(params))[0]
+    fitness = jax.ShapeDtypeStruct((config.population_size,), jnp.float32)
+    fp.program(f"{name} es tell", lambda k, x, f, s, p: strategy.tell(k, x, f, s, p), key, population, fitness,
+               state, abstract(params))
+    fp.probe(f"{name} es loop", _es_loop, evolution)
+
+
+def _es_loop(evolution) -> dict:
+    """The ES state and mean after two generations of `evolution`, with fitness = a fixed function of each
+    candidate and one NaN among them (repaired as a bad fitness is). The generation's log row and best candidate
+    are bookkeeping: the published numbers come from the ES mean."""
+    def evaluate(key, population):
+        flat = np.concatenate([np.asarray(x, np.float64).reshape(len(np.asarray(x)), -1)
+                               for x in jax_leaves(population)], axis=1)
+        fitness = np.sin(flat @ np.linspace(-1.0, 1.0, flat.shape[1])) + np.asarray(key, np.float64).sum() * 1e-12
+        fitness[1] = np.nan
+        return fitness
+
+    evolution.evaluate = evaluate
+    state = evolution.init_state()
+    for index in range(2):
+        state = evolution.generation(state, index)[0]
+    return {"state": state, "mean": evolution.mean(state)}
+
+
+def jax_leaves(tree):
+    import jax
+
+    return jax.tree.leaves(tree)
+
+
+# ------------------------------------------------------------------------------------------------ ACT
+def act_part(fp: Fingerprint, command: str) -> None:
+    """`purerl act PHASE`: the ES runs it evolves (without --from-params), and with --report the evaluation of
+    every evolved run on fresh victims."""
+    import jax
+
+    from purerl.studies import act
+    from purerl.studies.act import cli as act_cli
+
+    args = parse_command(command)
+    overrides = {k: getattr(args, k) for k in ("population_size", "generations", "seed") if getattr(args, k) is not None}
+    config = act.es_config(args.preset, args.env, **overrides)
+    if args.from_params is None:
+        tasks = ({args.mode: act.train_time_task(args.mode, args.env, config.seed)} if args.phase == "train-time" else
+                 {prefix: act.test_time_task(args.env, kind, config.seed) for prefix, kind, _ in act_cli.RUNS["test-time"]})
+        for prefix, task in tasks.items():
+            name = f"{args.env} {act_cli.run_name(prefix, config.seed)}"
+            fp.input(f"{name} es config", {k: v for k, v in config.__dict__.items() if k != "max_parallel"})
+            fp.input(f"{name} initial mean", task.template)
+            es_programs(fp, name, task, config)
+    if args.report is None:
+        return
+    victim = act.victim_of(args.env)
+    fp.input(f"{args.env} victims", {"hp": victim.hp, "fresh seeds": act.FRESH_SEEDS})
+    hp = abstract(victim.hp.as_arrays())
+    key = jax.ShapeDtypeStruct((2,), np.uint32)
+    talk = act.CheapTalk()
+    template = act.adversary_params(talk, jax.random.PRNGKey(0), args.env)
+    if args.phase == "train-time":
+        fp.program(f"{args.env} victim, no channel", act.victim(args.env, None), key, hp)
+        fp.program(f"{args.env} victim, cheap talk", act.victim(args.env, talk), key, hp, abstract(template))
+        obs_size = act.envs.make(args.env).observation_shape[0]
+        fp.probe(f"{args.env} random adversaries", lambda: jax.lax.map(
+            lambda k: talk.init_params(k, obs_size), jax.random.split(jax.random.PRNGKey(12_345), len(act.FRESH_SEEDS))))
+    else:
+        exploiter = act.CheapTalk(condition_dims=1)
+        train = act.victim(args.env, talk)
+
+        def one(key, psi, phi):
+            train_key, eval_key = jax.random.split(key)
+            state = train(train_key, victim.hp.as_arrays(), psi).state
+            return act.goal_return(train, state, exploiter, phi, eval_key, act.EVAL_GOALS)
+
+        phi = act.adversary_params(exploiter, jax.random.PRNGKey(0), args.env)
+        fp.program(f"{args.env} goal return", one, key, abstract(template), abstract(phi))
+        fp.probe("random shaper", lambda: (act.adversary_params(talk, jax.random.PRNGKey(4242), args.env),
+                                           act.adversary_params(exploiter, jax.random.PRNGKey(4243), args.env)))
+        fp.probe("silent and random victims", lambda: [act.training_messages(talk, kind, seed, args.env)
+                                                       for kind in ("random", "silent") for seed in (0, 1)])
+    host_common(fp)
+
+

@@ -1,0 +1,296 @@
+"""Provenance of published results: which command, commit, source, machine and budget made each document.
+
+Every document under docs/results/ is written by a command run with `--report PATH`. That command
+records one *part* of the document in `manifest.json` beside it (a document such as dpo.md has one
+part per env; act.md one per phase). A part is stale when the computation that made it changed (its
+fingerprint, `purerl.publish.fingerprint`: the lowered programs, host numerics, inputs and versions of the commands
+that make it; a part made before fingerprints falls back to the source hash of its study's dependency
+files), when it ran on uncommitted source, or when the registry no longer lists the command that made it.
+`purerl results --check` lists stale parts and what changed (`--mark` writes that into the documents);
+`scripts/reproduce.sh` regenerates them.
+
+Registering a study is one `Study` entry in `registry.STUDIES`: its document, the source files its
+numbers depend on, the parts it must have, and the commands that regenerate it end to end.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+from purerl.runtime import hostinfo
+from purerl.config import ConfigError
+from purerl.publish.catalog import STUDIES, Study
+from purerl.run.files import write_atomic
+
+PACKAGE = Path(__file__).resolve().parents[1]  # src/purerl
+REPO = PACKAGE.parents[1]
+RESULTS_DIR = REPO / "docs" / "results"
+MANIFEST = "manifest.json"
+
+VERSIONS = ("jax", "jaxlib", "flax", "optax", "evosax", "gymnax", "brax", "numpy")
+
+
+def study_files(study: Study) -> list[Path]:
+    files = {p for pattern in study.depends for p in PACKAGE.glob(pattern) if p.is_file()}
+    return sorted(files)
+
+
+def source_hash(study: Study) -> str:
+    """sha256 over the dependency files' paths (so a rename counts as a change) and their code: comments,
+    docstrings and layout cannot move a number, so editing them does not stale a document."""
+    digest = hashlib.sha256()
+    for path in study_files(study):
+        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + _code(path) + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _code(path: Path) -> bytes:
+    """A Python file's code without its comments, docstrings and formatting (ast.unparse); other files' bytes."""
+    return _code_text(path.read_text()) if path.suffix == ".py" else path.read_bytes()
+
+
+def _code_text(source: str) -> bytes:
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree).encode()
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_state() -> tuple[str | None, bool]:
+    """(HEAD commit, whether the source differs from it). Outside a git checkout: (None, True)."""
+    commit = _git("rev-parse", "HEAD")
+    if commit is None:
+        return None, True
+    changes = _git("status", "--porcelain", "--", "src", "pyproject.toml")
+    return commit, changes is None or bool(changes)
+
+
+def machine() -> dict:
+    import jax
+
+    info = {"cpu": hostinfo.cpu(), "cores": os.cpu_count(), "backend": jax.default_backend(),
+            "load_average_1m": round(os.getloadavg()[0], 1)}
+    if jax.default_backend() != "cpu":
+        info["accelerator"] = jax.devices()[0].device_kind
+    return info
+
+
+def versions() -> dict:
+    """The packages a number can depend on, and Python (its `ast.unparse` is part of the source hash)."""
+    return {"python": platform.python_version(), **hostinfo.versions(VERSIONS)}
+
+
+def command_line(argv: list[str]) -> str:
+    return " ".join(["purerl", *map(shlex.quote, argv)])
+
+
+def run_facts(argv: list[str]) -> dict:
+    """What a study writes beside its own data: the command, the commit (PURERL_SOURCE_COMMIT when the
+    source was copied out of its checkout, as on a device machine), whether the source had uncommitted
+    changes, the machine, jax's version and the date. A published document's provenance is its manifest
+    entry (`record`)."""
+    import jax
+
+    commit, dirty = os.environ.get("PURERL_SOURCE_COMMIT"), False
+    if commit is None:
+        commit, dirty = git_state()
+    info = machine()
+    where = info.get("accelerator") or f"{info['cpu']} CPU"
+    return {"command": command_line(argv), "commit": commit or "?", "uncommitted_changes": dirty,
+            "machine": f"{where}, {info['cores']} CPU cores", "jax": jax.__version__,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: float, budget: dict,
+           extra: dict | None = None, sessions: list[dict] | None = None, wall_summed: bool = False) -> dict:
+    """Write the manifest entry of one part of `report` (manifest.json beside it) and return it.
+
+    budget: population, generations, env_steps_per_run, seeds (None where a field does not apply).
+    sessions: for a run resumed across sessions, each session's `session_facts`. A session at uncommitted code
+    makes the part dirty; sessions at code that hashes differently from this one's make it `mixed_sources`
+    (and dirty): its numbers then come from no single commit.
+    wall_summed: wall_s is the training time summed over every session plus the last session's compile (a
+    checkpointed timer), not the last session's wall clock; the header says which.
+    """
+    study = STUDIES[study_name]
+    commit, dirty = git_state()
+    current = source_hash(study)
+    mixed = any(s["source_hash"] != current for s in sessions or [])
+    entry = {
+        "command": command_line(argv),
+        "commit": commit,
+        "dirty": dirty or mixed or any(s["dirty"] for s in sessions or []),
+        **({"sessions": sessions, "mixed_sources": mixed} if sessions else {}),
+        **({"wall_summed": True} if wall_summed else {}),
+        "source_hash": current,
+        "machine": machine(),
+        "versions": versions(),
+        "wall_s": round(wall_s, 1),
+        "budget": {k: budget.get(k) for k in ("population", "generations", "env_steps_per_run", "seeds")},
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **(extra or {}),
+    }
+    found = _fingerprint_of(study, part, entry["command"])
+    if found is not None:
+        entry["fingerprint"] = found
+    report = Path(report)
+    manifest = read_manifest(report.parent)
+    document = manifest.setdefault(report.name, {"study": study.name, "depends": list(study.depends), "parts": {}})
+    document.update(study=study.name, depends=list(study.depends))
+    document["parts"][part] = entry
+    report.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return entry
+
+
+def _fingerprint_of(study: Study, part: str, command: str) -> dict | None:
+    """The fingerprint of a part made by a registered command (None for another command, or where it cannot be
+    computed: the part then falls back to its source hash). Lowering takes seconds to a minute, after hours of
+    training."""
+    from purerl.publish import fingerprint
+
+    if (study.name not in fingerprint.COVERED or part not in study.parts or not study.commands
+            or not listed(study, command)):
+        return None
+    found = fingerprint.many([(study.name, part)], workers=1, cache=False)[(study.name, part)]
+    return found if isinstance(found, dict) else None
+
+
+def listed(study: Study, command: str) -> bool:
+    """Whether the registry lists `command`, up to `--resume` and the scratch folder `{runs}`: a budget or a
+    seed count changed in the registry stales the parts an older command made."""
+    command = " ".join(word for word in shlex.split(command) if word != "--resume")
+    return any(re.fullmatch(re.escape(registered).replace(re.escape("{runs}"), r"\S+"), command)
+               for registered in study.commands)
+
+
+def session_facts(study_name: str) -> dict:
+    """This session's commit, source hash and tree state, kept in a resumable run's directory when the session
+    starts (so a killed session is counted too) and passed to `record` as `sessions`."""
+    commit, dirty = git_state()
+    return {"commit": commit, "source_hash": source_hash(STUDIES[study_name]), "dirty": dirty,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def forget(report: Path, part: str) -> None:
+    """Drop one part of `report` from its manifest, if there: a command about to replace that part's numbers
+    calls this first, so that until it records the part again neither the document's header nor `check`
+    vouches for numbers the document no longer shows."""
+    report = Path(report)
+    manifest = read_manifest(report.parent)
+    parts = manifest.get(report.name, {}).get("parts", {})
+    if part in parts:
+        del parts[part]
+        write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def read_manifest(results_dir: Path) -> dict:
+    """The manifest.json in RESULTS_DIR ({} if none); one that is not purerl's is refused, never merged into."""
+    path = Path(results_dir) / MANIFEST
+    if not path.exists():
+        return {}
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict) or not all(isinstance(d, dict) and "parts" in d for d in manifest.values()):
+        raise ConfigError(f"{path} is not a purerl results manifest; choose a --report in another folder")
+    return manifest
+
+
+def check_report(report: Path, study: str | None = None) -> Path:
+    """Refuse, before anything runs, a --report that purerl could not write or must not replace: not a .md path,
+    a folder, a file purerl did not write (its manifest does not list it), another study's document (when
+    `study` is given), a foreign manifest.json beside it, or a file where its plots' folder (REPORT_STEM/) goes."""
+    from purerl.run import rundir
+
+    report = Path(report)
+    if report.suffix != ".md" or report.is_dir():
+        raise ConfigError(f"--report must be the path of a markdown (.md) file, got {report}")
+    rundir.check_writable(report.parent)
+    listed = read_manifest(report.parent).get(report.name)
+    if report.exists() and not listed:
+        raise ConfigError(f"refusing to replace {report}: purerl did not write it (its {MANIFEST} does not list it)")
+    if study is not None and listed and listed.get("study") != study:
+        raise ConfigError(f"refusing to replace {report}: it is the {listed.get('study')} study's document, "
+                          f"and this command writes the {study} study's")
+    folder = report.parent / report.stem
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder} is a file; the report's data and plots go in a folder of that name")
+    return report
+
+
+def header(report: Path, study_name: str) -> list[str]:
+    """The document's provenance in words, from its manifest entry (one bullet per part)."""
+    report = Path(report)
+    parts = read_manifest(report.parent).get(report.name, {}).get("parts", {})
+    lines = [*stale_notice(study_name, {name: p["stale"] for name, p in parts.items() if p.get("stale")}),
+             f"Generated by the commands below (regenerate: `scripts/reproduce.sh {study_name}`); do not edit by hand. "
+             f"Facts per part, also in `{MANIFEST}`:", ""]
+    for name in sorted(parts):
+        lines.append(f"- **{name}**{STALE_MARK if parts[name].get('stale') else ''}: {describe(parts[name])}")
+    return lines + [""]
+
+
+NOTICE_START, NOTICE_END = "<!-- stale-notice: written by `purerl results --check --mark` -->", "<!-- /stale-notice -->"
+STALE_MARK = " **[STALE]**"
+
+
+def stale_notice(study_name: str, stale: dict[str, str]) -> list[str]:
+    """The lines that open a document with stale parts ({part: why}), [] when none is."""
+    if not stale:
+        return []
+    listed = "; ".join(f"**{name}** ({re.sub(r' [(]src/[^)]*[)]$', '', why)})" for name, why in sorted(stale.items()))
+    return [NOTICE_START,
+            f"> **STALE: {len(stale)} part(s) of this document no longer match the code.** The computation that "
+            f"made them changed since they ran, so their numbers (marked{STALE_MARK} below) are not what the "
+            f"current code gives until they are regenerated (`scripts/reproduce.sh {study_name}`): {listed}.",
+            NOTICE_END, ""]
+
+
+def describe(part: dict) -> str:
+    m, b = part["machine"], part["budget"]
+    where = m.get("accelerator") or f"{m['cpu']} ({m['cores']} cores)"
+    state = ("MIXED SOURCES: resumed across code changes, not reproducible from one commit"
+             if part.get("mixed_sources") else
+             "UNCOMMITTED CHANGES, not reproducible from that commit" if part["dirty"] else "clean tree")
+    wall = f"{part['wall_s']:,.0f} s wall-clock"
+    if len(part.get("sessions", [])) > 1:
+        state += f", resumed over {len(part['sessions'])} sessions"
+        wall += (" (training summed over every session, plus the last one's compile)" if part.get("wall_summed")
+                 else " in the last session")
+    budget = [f"population {b['population']}" if b.get("population") else "",
+              f"{b['generations']} generations" if b.get("generations") else "",
+              f"{b['env_steps_per_run']:,} env steps per run" if b.get("env_steps_per_run") else "",
+              f"{len(b['seeds'])} seeds ({_seed_range(b['seeds'])})" if b.get("seeds") else ""]
+    computation = f", fingerprint {part['fingerprint']['hash']}" if part.get("fingerprint") else ""
+    return (f"`{part['command']}` at commit {str(part['commit'])[:10]} ({state}), source hash {part['source_hash']}"
+            f"{computation}; "
+            f"budget: {', '.join(x for x in budget if x)}; on {where}, {m['backend']} backend, load average "
+            f"{m['load_average_1m']} at the end; {wall}; {part['date']}.")
+
+
+def _seed_range(seeds: list[int]) -> str:
+    contiguous = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
+    return f"{seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 2 else ", ".join(map(str, seeds))

@@ -1,0 +1,175 @@
+"""Which published parts are stale, and why: fingerprints against the recorded ones, the source-hash fallback,
+the notices `purerl results --check --mark` writes into documents.
+
+`provenance` records parts; this module judges them. It reads provenance's names through the module, so a test
+that points provenance at a toy study or repository points this at it too.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+
+from purerl.publish import provenance
+from purerl.publish.catalog import Study
+from purerl.run.files import write_atomic
+
+
+def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
+    """Write `stale_parts`' verdict into the documents and manifests: each stale part's reason as `stale` in its
+    manifest entry, and in its document a notice at the top (after the title) and provenance.STALE_MARK beside the part (its
+    bullet in the provenance header, and a table row whose first cell is the part's name); a current part's
+    notice and marks are removed. Documents that change are returned. Generated text, like the rest."""
+    changed = []
+    for study in provenance.STUDIES.values():
+        path = Path(results_dir) / study.document
+        manifest = provenance.read_manifest(path.parent)
+        document = manifest.get(path.name)
+        if document is None or not path.exists():
+            continue
+        reasons = {part: why for part, why in stale.get(study.document, []) if part in document["parts"]}
+        for name, entry in document["parts"].items():
+            entry.pop("stale", None)
+            if name in reasons:
+                entry["stale"] = reasons[name]
+        write_atomic(path.parent / provenance.MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        old = path.read_text()
+        text = marked(old, study.name, reasons)
+        if text != old:
+            write_atomic(path, text)
+            changed.append(path)
+    return changed
+
+
+def marked(text: str, study_name: str, stale: dict[str, str]) -> str:
+    """`text` with its stale notice and marks replaced by those of `stale` ({part: why})."""
+    lines = text.split("\n")
+    if provenance.NOTICE_START in lines:
+        start = lines.index(provenance.NOTICE_START)
+        end = lines.index(provenance.NOTICE_END, start)
+        del lines[start:end + 2 if end + 1 < len(lines) and not lines[end + 1] else end + 1]
+    lines = [line.replace(provenance.STALE_MARK, "") for line in lines]
+    for i, line in enumerate(lines):
+        for name in stale:
+            if line.startswith(f"- **{name}**:"):
+                lines[i] = line.replace(f"- **{name}**:", f"- **{name}**{provenance.STALE_MARK}:", 1)
+            elif line.startswith(f"| {name} |"):
+                lines[i] = line.replace(f"| {name} |", f"| {name}{provenance.STALE_MARK} |", 1)
+    notice = provenance.stale_notice(study_name, stale)
+    if notice:
+        title = next((i for i, line in enumerate(lines) if line.startswith("# ")), -1)
+        at = title + 1
+        if title >= 0 and at < len(lines) and not lines[at]:
+            at += 1
+        lines[at:at] = notice
+    return "\n".join(lines)
+
+
+def check(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, cache: bool = False,
+          refresh: bool = False) -> dict[str, list[str]]:
+    """{document: [reasons it is stale]} for every registered study whose document is not current.
+
+    A part with a recorded fingerprint (`purerl.publish.fingerprint`) is stale when the computation its commands run
+    changed: the reason names the programs, host numerics, inputs or versions that moved. A part without one
+    (made before fingerprints) falls back to the source hash of its study's dependency files. Either way a part
+    is stale when it ran on uncommitted source, was resumed across source changes, or its command is no longer
+    registered.
+
+    A document's manifest is the one beside it, so a document outside docs/results/ (say "../benchmarks.md")
+    is checked against docs/manifest.json.
+    """
+    return {document: [f"{part}: {why}" if part else why for part, why in reasons]
+            for document, reasons in stale_parts(results_dir, workers, cache, refresh).items()}
+
+
+def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, cache: bool = False,
+                refresh: bool = False) -> dict[str, list[tuple]]:
+    """`check`'s reasons as (part or None, reason) per document; `cache`: reuse fingerprints computed from the same
+    source and store them (`fingerprint.many`), as `purerl results --check` does; `refresh`: store, not reuse."""
+    from purerl.publish import fingerprint
+
+    documents = {}
+    for study in provenance.STUDIES.values():
+        path = Path(results_dir) / study.document
+        documents[study.name] = (path, provenance.read_manifest(path.parent).get(path.name))
+    wanted = [(name, part) for name, (_, document) in documents.items() if document
+              for part, entry in document["parts"].items()
+              if part in provenance.STUDIES[name].parts and "fingerprint" in entry and _plainly_current(provenance.STUDIES[name], entry)]
+    current = fingerprint.many(wanted, workers, cache, refresh) if wanted else {}
+    stale = {}
+    for study in provenance.STUDIES.values():
+        reasons = []
+        path, document = documents[study.name]
+        if not path.exists():
+            reasons.append((None, "document missing"))
+        if document is None:
+            reasons.append((None, "no manifest entry: not generated by the pipeline"))
+        else:
+            source = None
+            for name in study.parts:
+                part = document["parts"].get(name)
+                why = None
+                if part is None:
+                    why = "never generated"
+                elif not _plainly_current(study, part):
+                    why = _plain_reason(study, part)
+                elif "fingerprint" in part:
+                    now = current[(study.name, name)]
+                    if isinstance(now, str):  # an optional package missing here, say: the source hash decides
+                        source = source or provenance.source_hash(study)
+                        if part["source_hash"] != source:
+                            why = (f"source changed since {str(part['commit'])[:10]} (by source hash: its fingerprint "
+                                   f"cannot be computed here, {now})" + _changed_files(study, part))
+                    elif now["hash"] != part["fingerprint"]["hash"]:
+                        why = (f"computation changed since {str(part['commit'])[:10]}: "
+                               + ", ".join(fingerprint.changed(part["fingerprint"], now)))
+                else:
+                    source = source or provenance.source_hash(study)
+                    if part["source_hash"] != source:
+                        why = (f"source changed since {str(part['commit'])[:10]} (by source hash: no fingerprint "
+                               f"recorded)" + _changed_files(study, part))
+                if why:
+                    reasons.append((name, why))
+        if reasons:
+            stale[study.document] = reasons
+    return stale
+
+
+def _plainly_current(study: Study, part: dict) -> bool:
+    """Whether nothing but the computation could make `part` stale: clean, one source, a registered command."""
+    return not (part.get("mixed_sources") or part["dirty"] or (study.commands and not provenance.listed(study, part["command"])))
+
+
+def _plain_reason(study: Study, part: dict) -> str:
+    if part.get("mixed_sources"):
+        return "resumed across source changes"
+    if part["dirty"]:
+        return "generated from uncommitted source"
+    return f"made by a command the registry no longer lists ({part['command']})"
+
+
+def _changed_files(study: Study, part: dict) -> str:
+    """The dependency files whose code (not only comments) differs from the part's commit; else, if the part
+    ran under another Python (whose `ast.unparse` the hash depends on), that."""
+    commit = part["commit"]
+    files = [str(p.relative_to(provenance.REPO)) for p in provenance.study_files(study)]
+    changed = (provenance._git("diff", "--name-only", str(commit), "--", *files) or "").split() if commit else []
+    changed = [f for f in changed if not (provenance.REPO / f).is_file() or _code_at(commit, f) != provenance._code(provenance.REPO / f)]
+    if changed:
+        return f" ({', '.join(changed)})"
+    python = part.get("versions", {}).get("python")
+    if python and python != platform.python_version():
+        return f" (or only Python: the part hashed its source under {python}, this is {platform.python_version()})"
+    return ""
+
+
+def _code_at(commit: str, file: str) -> bytes | None:
+    old = provenance._git("show", f"{commit}:{file}")
+    if old is None:
+        return None
+    try:
+        return provenance._code_text(old) if file.endswith(".py") else old.encode()
+    except SyntaxError:
+        return None
+

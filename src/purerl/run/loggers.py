@@ -1,0 +1,272 @@
+"""`--log tensorboard` and `--log wandb`: training metrics sent out once per chunk, from the host.
+
+The compiled program already keeps one metric row per update in a preallocated buffer, so
+logging never reaches into it with a per-step callback: after each chunk the host hands the
+chunk's rows to `ChunkLogger.write`. Every member (seed x grid setting) is its own series,
+next to an aggregate per setting (mean of each metric over the setting's seeds, and the IQM
+of the episode return). The x axis is env steps per member, as in curves.png and metrics.csv.
+Each backend gets at most its `max_points` per series, as means over windows of consecutive updates
+(`Windows`): past that many, its charts show a sample anyway, and every point costs the training CPU.
+metrics.csv keeps every update.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import subprocess
+import sys
+import time
+import warnings
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from purerl import stats
+from purerl.config import ConfigError
+from purerl.run.wandb_process import DIRECTORY as WANDB_DIR
+
+EXTRAS = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wandb")}  # kind: (module, extra)
+TENSORBOARD_DIR = "tensorboard"
+TENSORBOARD_POINTS = 1000  # TensorBoard keeps 1,000 points per scalar series by default (a reservoir sample)
+MAX_QUEUED = 3  # tasks the writer thread may hold: W&B's opening can outlast the compile by a chunk or two
+WANDB_POINTS = 250  # W&B's charts draw at most 1,000-1,500 points, and each `run.log` is an IPC round trip
+
+
+def check(kinds: list[str]) -> None:
+    """One-line error for an unknown logger or one whose package is missing, before anything runs."""
+    import importlib.util
+
+    for kind in kinds:
+        if kind not in EXTRAS:
+            raise ConfigError(f"unknown logger '{kind}'; choose from {', '.join(EXTRAS)}")
+        module, extra = EXTRAS[kind]
+        if importlib.util.find_spec(module) is None:
+            raise ConfigError(f"--log {kind} needs {module}: pip install 'purerl[{extra}]'")
+
+
+class ChunkLogger:
+    """Fans one chunk of metrics out to every chosen backend (none: `write` does nothing)."""
+
+    def __init__(self, kinds: list[str], out: Path, labels: list[str], groups: dict[str, list[int]],
+                 steps_per_update: int, config: dict):
+        self.labels, self.groups, self.steps_per_update = labels, groups, steps_per_update
+        total_timesteps = config.get("config", {}).get("total_timesteps")
+        self.num_updates = total_timesteps // steps_per_update if total_timesteps else None
+        self.series = [_member_series(label) for label in labels]  # (setting, "seed=N") per member
+        self.kinds, self.backends, self.windows, self.first_step, self.closing = kinds, [], [], None, False
+        # One background thread opens the backends (W&B starts a service: seconds, overlapped with the compile),
+        # then writes each chunk while the next one computes (XLA releases the GIL), in chunk order.
+        self.worker = ThreadPoolExecutor(max_workers=1) if kinds else None
+        self.queued = deque([self.worker.submit(self._open, Path(out), config)] if kinds else [])
+
+    def _open(self, out: Path, config: dict) -> None:
+        self.backends = [_BACKENDS[kind](out, config, self.num_updates) for kind in self.kinds]
+        self.windows = [Windows(self.num_updates, getattr(backend, "max_points", None)) for backend in self.backends]
+
+    def write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
+        """`metrics[name]` is [members, updates] (host arrays) for updates start, start+1, ... of this chunk."""
+        if not self.kinds:
+            return
+        self._settle(MAX_QUEUED - 1)
+        self.queued.append(self.worker.submit(self._write, start, metrics))
+
+    def _settle(self, keep: int) -> None:
+        """Wait until at most `keep` tasks are queued; the errors of the tasks waited for surface here."""
+        while len(self.queued) > keep:
+            self.queued.popleft().result()
+
+    def _write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
+        num_updates = next(iter(metrics.values())).shape[1]
+        steps = (start + 1 + np.arange(num_updates)) * self.steps_per_update
+        if self.first_step is None:
+            self.first_step = int(steps[0])
+        series = {key: {name: values[i] for name, values in metrics.items()} for i, key in enumerate(self.series)}
+        for setting, members in self.groups.items():
+            series[(setting, "aggregate")] = _aggregate({name: values[members] for name, values in metrics.items()})
+        for backend, windows in zip(self.backends, self.windows):
+            self._send(backend, *windows.add(steps, series))
+
+    def _send(self, backend, steps: np.ndarray, series: dict) -> None:
+        """Per series and point, the finite values only: an update in which no episode ended has no return."""
+        if not len(steps):
+            return
+        lists = {key: {name: v.tolist() for name, v in data.items()} for key, data in series.items()}
+        points = {key: [{name: v[t] for name, v in data.items() if math.isfinite(v[t])} for t in range(len(steps))]
+                  for key, data in lists.items()}
+        backend.write(steps.tolist(), points, self.first_step)
+
+    def close_in_background(self) -> None:
+        """Queue the backends' closing behind the chunks already queued and return at once: W&B's finish
+        waits on its service, which then overlaps the run's own outputs. `close` joins it."""
+        if self.worker is not None and not self.closing:
+            self.closing = True
+            self.queued.append(self.worker.submit(self._close_backends))
+
+    def close(self) -> None:
+        """Close every backend (after the chunks already queued) and wait until they are closed."""
+        if self.worker is None:
+            return
+        self.close_in_background()
+        try:
+            self._settle(0)  # the first error of a queued task is raised here
+        finally:
+            self.worker.shutdown()
+
+    def _close_backends(self) -> None:
+        for backend, windows in zip(self.backends, self.windows):
+            try:
+                self._send(backend, *windows.flush())  # the last, shorter window
+            finally:
+                backend.close()
+
+
+class Windows:
+    """Means over windows of consecutive updates (NaNs skipped), sized so a series gets at most `max_points`.
+
+    Windows run across chunk edges: `add` returns the windows a chunk completes and keeps the rest for the next.
+    """
+
+    def __init__(self, num_updates: int | None, max_points: int | None):
+        self.size = max(1, math.ceil((num_updates or 0) / max_points)) if max_points else 1
+        self.steps, self.series = np.zeros(0, np.int64), {}
+
+    def add(self, steps: np.ndarray, series: dict) -> tuple[np.ndarray, dict]:
+        """(last env step of each completed window, {key: {name: [windows]}}) for one chunk's updates."""
+        if self.size == 1:
+            return steps, series
+        self.steps = np.concatenate([self.steps, steps])
+        self.series = {key: {name: np.concatenate([self.series.get(key, {}).get(name, []), v])
+                             for name, v in data.items()} for key, data in series.items()}
+        return self._take(len(self.steps) // self.size * self.size)
+
+    def flush(self) -> tuple[np.ndarray, dict]:
+        """The last window, shorter than the others (nothing when the updates filled whole windows)."""
+        return self._take(len(self.steps))
+
+    def _take(self, count: int) -> tuple[np.ndarray, dict]:
+        """The windows in the first `count` updates held: whole ones, or (from `flush`) one shorter one."""
+        size = min(self.size, count) or 1
+        with warnings.catch_warnings():  # a window in which no episode ended: NaN, skipped
+            warnings.simplefilter("ignore", RuntimeWarning)
+            means = {key: {name: np.nanmean(v[:count].reshape(-1, size), axis=1) for name, v in data.items()}
+                     for key, data in self.series.items()}
+        steps = self.steps[size - 1:count:size]
+        self.steps = self.steps[count:]
+        self.series = {key: {name: v[count:] for name, v in data.items()} for key, data in self.series.items()}
+        return steps, means
+
+
+def _member_series(label: str) -> tuple[str, str]:
+    setting, _, seed = label.rpartition(",")
+    return (setting or "default", seed)
+
+
+def _aggregate(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Over one setting's members ([members, updates] each): every metric's mean, and the return's IQM."""
+    with warnings.catch_warnings():  # no member of the setting ended an episode this update: NaN, skipped
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = {name: np.nanmean(v, axis=0) for name, v in values.items()}
+    returns = values["episode_return"]
+    finite = np.isfinite(returns)
+    iqm = np.full(returns.shape[1], np.nan)
+    complete = finite.all(axis=0)  # the usual case, in one vectorised call; the rest column by column
+    iqm[complete] = stats.iqm(returns[:, complete], axis=0)
+    for t in np.flatnonzero(~complete & finite.any(axis=0)):
+        iqm[t] = stats.iqm(returns[finite[:, t], t])
+    means["episode_return_iqm"] = iqm
+    return means
+
+
+class TensorBoard:
+    """Event files under RUN/tensorboard/SETTING/{seed=N,aggregate}: TensorBoard shows each as a run.
+
+    Events go straight to tensorboardX's synchronous file writer: `ChunkLogger` already writes from its own
+    thread, and SummaryWriter's queue and second thread cost more CPU than the writing itself.
+    """
+
+    def __init__(self, out: Path, config: dict, num_updates: int | None):
+        self.root, self.writers, self.purge_step = out / TENSORBOARD_DIR, {}, None
+        self.max_points = TENSORBOARD_POINTS
+        from tensorboardX.proto import event_pb2, summary_pb2  # imported here, while the run compiles
+
+        self.event_pb2, self.summary_pb2 = event_pb2, summary_pb2
+
+    def write(self, steps: list[int], points: dict, first_step: int) -> None:
+        Event, Summary = self.event_pb2.Event, self.summary_pb2.Summary
+        if self.purge_step is None:  # a resumed run drops what an earlier session logged past its checkpoint
+            self.purge_step = first_step
+        for (setting, series), rows in points.items():
+            writer = self._writer(setting, series)
+            for step, row in zip(steps, rows):  # one event per update holding every metric
+                values = [Summary.Value(tag=name, simple_value=value) for name, value in row.items()]
+                writer.write_event(Event(wall_time=time.time(), step=step, summary=Summary(value=values)))
+        self.flush()
+
+    def _writer(self, setting: str, series: str):
+        if (setting, series) not in self.writers:
+            from tensorboardX.event_file_writer import EventsWriter
+
+            Event, SessionLog = self.event_pb2.Event, self.event_pb2.SessionLog
+
+            directory = self.root / setting / series
+            directory.mkdir(parents=True, exist_ok=True)
+            # tensorboardX names the file by the second and opens it with "wb": the suffix keeps a session
+            # resumed within the same second from overwriting the last one's file
+            writer = EventsWriter(str(directory / "events"), filename_suffix=f".{os.getpid()}.{time.time_ns()}")
+            if self.purge_step:  # TensorBoard discards the older file's events from this step on
+                writer.write_event(Event(wall_time=time.time(), step=self.purge_step,
+                                         session_log=SessionLog(status=SessionLog.START)))
+            self.writers[(setting, series)] = writer
+        return self.writers[(setting, series)]
+
+    def flush(self) -> None:
+        for writer in self.writers.values():
+            writer.flush()
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+
+class WandB:
+    """One W&B run per purerl run (its config attached), with a series per member and per setting aggregate.
+
+    W&B itself runs in its own process (`wandb_process`): its import and `wandb.init` (about 0.7 s of CPU)
+    then use the core the trainer leaves idle while it compiles, and its calls never hold the trainer's GIL.
+    Each `run.log` is a round trip to W&B's service whose cost grows with the keys, so W&B gets at most
+    `WANDB_POINTS` window means per series. Without a network connection it logs offline into RUN/wandb
+    (`wandb sync` uploads it later); WANDB_MODE, when set, decides instead.
+    """
+
+    def __init__(self, out: Path, config: dict, num_updates: int | None):
+        # -P: the script's folder (purerl's modules) stays off sys.path; a new session: a Ctrl-C meant for the
+        # trainer does not kill it, and it finishes the W&B run when the trainer closes its input
+        self.process = subprocess.Popen([sys.executable, "-P", str(Path(__file__).with_name("wandb_process.py"))],
+                                        stdin=subprocess.PIPE, start_new_session=True)
+        self.max_points = WANDB_POINTS
+        self._send({"out": str(out), "config": config})
+
+    def write(self, steps: list[int], points: dict, first_step: int) -> None:
+        self._send((steps, points))
+
+    def _send(self, message) -> None:
+        try:
+            pickle.dump(message, self.process.stdin)
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            raise RuntimeError(f"W&B's logging process ended early (exit {self.process.wait()}); its error is above")
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass
+        if self.process.wait() != 0:
+            raise RuntimeError(f"W&B's logging process failed (exit {self.process.returncode}); its error is above")
+
+
+_BACKENDS = {"tensorboard": TensorBoard, "wandb": WandB}

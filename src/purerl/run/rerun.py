@@ -1,0 +1,144 @@
+"""`purerl train --config RUN/config.json`: rerun an experiment exactly from its record.
+
+A run's config.json is its whole `TrainSpec`, so the spec rebuilt from it compiles the same
+program with the same keys, and the rerun's metrics are bit-identical to the original's.
+Flags given on the command line replace single fields of the record; flags left out keep the
+recorded value (never the flag's default: a rerun without `--seeds` keeps the recorded seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+from purerl.run import rundir
+from purerl.config import ConfigError, HyperParams, PPOConfig
+
+MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
+
+
+def given_flags(argv: list[str]) -> set[str]:
+    """The field named by every option written in `argv` (`--lr 1e-3`, `--lr=1e-3`, `--no-anneal-lr`)."""
+    names = set()
+    for token in argv:
+        if token.startswith("--"):
+            name = token[2:].split("=", 1)[0].replace("-", "_")
+            names.add(name.removeprefix("no_") if name.startswith("no_") and name != "no_progress" else name)
+    return names
+
+
+def load_spec(path: Path, flag: str = "--config"):
+    """The `TrainSpec` recorded in `path`, or a one-line `ConfigError` saying what is wrong with the file."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "config.json"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{flag}: {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{flag}: cannot read {path} as JSON ({error})") from None
+    if not isinstance(data, dict) or data.get("command") != "train":
+        kind = data.get("command") if isinstance(data, dict) else None
+        raise ConfigError(f"{flag}: {path} records {'a ' + repr(kind) + ' run' if kind else 'no purerl run'}, "
+                          "not a training run (purerl train writes RUN/config.json)")
+    try:
+        spec = spec_from_record(data, path.parent)
+        _check_types(spec)
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise ConfigError(f"{flag}: {path} is not a valid training record ({type(error).__name__}: {error})") from None
+    return spec
+
+
+def spec_from_record(data: dict, run_dir: Path):
+    """The `TrainSpec` of a run's config.json, its grid in the order the run's members were trained in."""
+    from purerl.run.experiment import TrainSpec
+
+    return TrainSpec.from_json({**data, "grid": dict(rundir.grid_pairs(data, run_dir))})
+
+
+def in_recorded_order(spec, run_dir: Path):
+    """`spec` with its grid in the member order of the run in RUN_DIR when it sweeps the same values, so that a
+    resumed member keeps its settings whichever order the flags or the record list them in."""
+    if not (Path(run_dir) / "config.json").is_file():
+        return spec
+    recorded = rundir.read_config(run_dir)
+    try:
+        order = dict(rundir.grid_pairs(recorded, run_dir)) if recorded.get("command") == "train" else None
+    except (OSError, AttributeError, TypeError, ValueError):  # a damaged record: `rundir.prepare` says so
+        return spec
+    if order != {name: [float(x) for x in values] for name, values in spec.grid.items()}:
+        return spec  # a different grid: `rundir.prepare` names the difference
+    return dataclasses.replace(spec, grid={name: spec.grid[name] for name in order})
+
+
+def _check_types(spec) -> None:
+    """JSON can hold any type; the config fields must hold the ones the program is built from."""
+    for field in dataclasses.fields(spec.config):  # the recorded algorithm's own config class
+        value = getattr(spec.config, field.name)
+        expected = {"env": str, "activation": str, "hidden_sizes": tuple}.get(field.name)
+        if expected is None:
+            expected = bool if isinstance(field.default, bool) else int
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise TypeError(f"{field.name} must be {expected.__name__}, got {value!r}")
+        if field.name == "hidden_sizes" and not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
+            raise TypeError(f"hidden_sizes must be integers, got {list(value)!r}")
+    for name, value in spec.hyperparams._asdict().items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+    import numpy as np
+
+    for name, values in spec.grid.items():  # what the flag form (`args.floats`) refuses, the record may not hold
+        if not isinstance(values, (list, tuple)) or not values:
+            raise TypeError(f"grid {name} must be a list of numbers, got {values!r}")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise TypeError(f"grid {name} must hold numbers, got {values!r}")
+        with np.errstate(over="ignore"):
+            single = [float(np.float32(v)) for v in values]
+        twice = [v for i, v in enumerate(values) if single[i] in single[:i]]
+        if twice:
+            raise ValueError(f"grid {name} holds the value {twice[0]:.9g} twice (equal in float32)")
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in spec.seeds):
+        raise TypeError(f"seeds must be integers, got {spec.seeds!r}")
+
+
+def apply_flags(spec, args: argparse.Namespace, given: set[str]):
+    """`spec` with every field named on the command line replaced by its flag's value."""
+    if "preset" in given:
+        raise ConfigError("--preset cannot be combined with --config: the record already holds its preset's "
+                          "values; override single fields instead")
+    for flag in ("algo", "network"):
+        if flag in given and getattr(args, flag) != getattr(spec, flag):
+            raise ConfigError(f"--{flag} {getattr(args, flag)} cannot replace the record's {getattr(spec, flag)}: a "
+                              "rerun keeps its algorithm and network (train without --config for a new one)")
+    config_fields = {f.name for f in dataclasses.fields(spec.config)}
+    hyperparam_fields = set(type(spec.hyperparams)._fields)
+    foreign = sorted(given & ({f.name for f in dataclasses.fields(PPOConfig)} | set(HyperParams._fields))
+                     - config_fields - hyperparam_fields)
+    if foreign:
+        raise ConfigError(f"--{foreign[0].replace('_', '-')} is not a setting of the recorded {spec.algo} run")
+    config = spec.config.replace(**{name: getattr(args, name) for name in given & config_fields})
+    hyperparams, grid = spec.hyperparams, dict(spec.grid)
+    for name in [field for field in type(spec.hyperparams)._fields if field in given]:  # a fixed order
+        values = getattr(args, name)
+        if not values:
+            raise ConfigError(f"--{name.replace('_', '-')} needs a value")
+        hyperparams = hyperparams._replace(**{name: values[0]})
+        if len(values) > 1:
+            grid[name] = values  # a recorded sweep keeps its place in the member order; a new one comes last
+        else:
+            grid.pop(name, None)
+    seeds = spec.seeds
+    if given & {"seed", "seeds"}:
+        first = args.seed if "seed" in given else spec.seeds[0]
+        count = args.seeds if "seeds" in given else len(spec.seeds)
+        if count <= 0:
+            raise ConfigError(f"--seeds must be positive, got {count}")
+        if first < 0 or first + count - 1 > MAX_SEED:
+            raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {first}..{first + count - 1}")
+        seeds = list(range(first, first + count))
+    objective = args.objective if "objective" in given else spec.objective
+    return dataclasses.replace(spec, config=config, hyperparams=hyperparams, grid=grid, seeds=seeds,
+                               objective=objective)

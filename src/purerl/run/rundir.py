@@ -1,0 +1,290 @@
+"""Run directories: one set of rules for where a command may write, resume or replace.
+
+`train`, `evolve`, `mfos` and `act` all go through `prepare` (before anything compiles)
+and `start` (before anything is written), so they share the same guarantees:
+
+- purerl marks every run directory it creates with `MARKER`;
+- `--resume` needs a directory that holds a run with the same settings, and never starts
+  a fresh one silently;
+- `--overwrite` only ever deletes a directory that carries the marker and holds nothing
+  but what purerl writes; `.`, the home directory and `/` are never deleted;
+- an unwritable destination is refused up front, not found out by a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from purerl.config import ConfigError
+from purerl.run.runlock import LOCK
+from purerl.run import runlock
+from purerl.run.files import temporary_name, write_atomic
+
+MARKER = ".purerl-run"
+CONFIG = "config.json"
+CHECKPOINT = "checkpoint"
+PROVENANCE = "provenance.json"
+# The files purerl writes at the top of a run directory, by exact name: each module that writes one registers
+# it (`register_files`) where it defines it, so this module names none but its own. With the folders that a
+# library writes whole (orbax checkpoints, TensorBoard, W&B), they are what `--overwrite` may delete. Anything
+# else is kept, and `--overwrite` refuses while it is there: a user's file, an analysis another command wrote
+# into the run (its notes may sit beside it), a GIF under a name of the user's choosing.
+_OWN_FILES = {MARKER, CONFIG, PROVENANCE}
+OWN_FOLDERS = (CHECKPOINT, "tensorboard", "wandb")
+# What the libraries write inside those folders, by name: orbax a folder per step (and its temporary one while it
+# saves), tensorboardX event files (in folders per setting and seed), W&B its run folders, logs and a link to the
+# latest run. Anything else there (a user's notes, a notebook) is the user's, and `--overwrite` refuses while it is.
+_OWN_INSIDE = {
+    CHECKPOINT: (r"\d+", r"\d+\.orbax-checkpoint-tmp.*"),
+    "wandb": (r"(offline-)?run-[\w.-]+", r"latest-run", r"debug(-internal|-cli\.[\w.-]+)?\.log"),
+}
+
+
+def register_files(*names: str) -> None:
+    """Declare file names that a writer puts at the top of run directories, so that `--overwrite` and `--resume`
+    know them as purerl's."""
+    _OWN_FILES.update(names)
+
+
+def _temporary(name: str) -> bool:
+    """`name` is what a write of one of purerl's files, cut short, leaves behind: the temporary name
+    `files.temporary` writes through (and those of releases before it: `.NAME.tmp`, `.STEM.tmp.png`)."""
+    return any(name in (temporary_name(own), f".{own}.tmp", f".{Path(own).stem}.tmp.png") for own in _OWN_FILES)
+
+
+def read_config(out: Path) -> dict:
+    """The run's config.json, or a one-line error when it cannot be read as one."""
+    try:
+        config = json.loads((Path(out) / CONFIG).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ConfigError(f"{Path(out) / CONFIG} cannot be read as a run's settings ({error})") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{Path(out) / CONFIG} does not hold a run's settings")
+    return config
+
+
+def holds_run(out: Path) -> bool:
+    return (out / MARKER).is_file() and (out / CONFIG).is_file()
+
+
+def marked(out: Path) -> bool:
+    """`out` carries purerl's marker: purerl created it (config.json may be missing, cut short by a full disk)."""
+    return (Path(out) / MARKER).is_file()
+
+
+def only_marker(out: Path) -> bool:
+    """`out` holds nothing but purerl's marker (and a lock or temporary file): a run that never got its
+    config.json written (a full disk, a kill), which starts afresh."""
+    out = Path(out)
+    names = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    return MARKER in names and all(name in (MARKER, LOCK) or _temporary(name) for name in names)
+
+
+def _foreign_inside(folder: Path) -> list[str]:
+    """Paths under one of OWN_FOLDERS that no library of purerl's wrote there."""
+    import re
+
+    if folder.name == "tensorboard":  # event files only, in folders named by setting and seed
+        return [str(p.relative_to(folder.parent)) for p in sorted(folder.rglob("*"))
+                if (p.is_symlink() or not p.is_dir()) and not p.name.startswith("events.out.tfevents.")]
+    patterns = _OWN_INSIDE[folder.name]
+    return [f"{folder.name}/{p.name}" for p in sorted(folder.iterdir())
+            if not any(re.fullmatch(pattern, p.name) for pattern in patterns)
+            or (folder.name == CHECKPOINT and (p.is_symlink() or not p.is_dir()))]
+
+
+def foreign_entries(out: Path) -> list[str]:
+    """Paths in `out` that `--overwrite` must not delete: everything but purerl's own, at the top and inside
+    the folders libraries write (checkpoint/, tensorboard/, wandb/)."""
+    foreign = []
+    for entry in sorted(out.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            foreign += _foreign_inside(entry) if entry.name in OWN_FOLDERS else [entry.name]
+        elif not (entry.name in _OWN_FILES or _temporary(entry.name) or entry.name == LOCK):
+            foreign.append(entry.name)
+    return foreign
+
+
+def check_writable(out: Path) -> None:
+    """Refuse a destination that cannot be created or written (a file in its path, no permission, read-only)."""
+    ancestor = out
+    while not ancestor.exists():
+        if ancestor.parent == ancestor:
+            break
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"cannot create {out}: {ancestor} is a file, not a directory")
+    try:  # the real test (permissions, read-only mounts, special file systems), leaving nothing behind
+        os.rmdir(tempfile.mkdtemp(prefix=".purerl-probe-", dir=ancestor))
+    except OSError as error:
+        raise ConfigError(f"cannot write to {out}: {ancestor} is not writable ({error.strerror})") from None
+
+
+def _protected(out: Path) -> bool:
+    resolved = out.resolve()
+    return resolved in {Path.cwd().resolve(), Path.home().resolve(), Path(resolved.anchor)}
+
+
+def grid_pairs(config: dict, out: Path | None = None) -> list[list]:
+    """A training record's grid as [name, values] pairs in member order: the members are the product of the
+    values in this order, each with every seed. config.json keeps this list, which `sort_keys` leaves alone.
+    Older records kept a dict, which it sorted: their order is the one in the member labels of OUT's
+    summary.json (what trained), or, before a run finished, the dict's order (what `--config` resumed)."""
+    grid = config.get("grid") or {}
+    if isinstance(grid, list):
+        return [[name, list(values)] for name, values in grid]
+    names = list(grid)
+    summary = Path(out) / "summary.json" if out is not None else None
+    if summary is not None and summary.is_file():
+        labels = list(json.loads(summary.read_text()).get("final_return_by_member") or [""])
+        swept = [part.partition("=")[0] for part in labels[0].split(",")[:-1]]
+        if sorted(swept) == sorted(name for name in names if len(grid[name]) > 1):
+            names = swept + [name for name in names if name not in swept]
+    return [[name, list(grid[name])] for name in names]
+
+
+def _comparable(config: dict, out: Path | None = None) -> dict:
+    """`config` as config.json records it: a training run's grid as ordered pairs."""
+    if config.get("command") != "train" or "grid" not in config:
+        return config
+    try:
+        return {**config, "grid": grid_pairs(config, out)}
+    except (OSError, AttributeError, TypeError, ValueError):  # a damaged record: compared, and shown, as it is
+        return config
+
+
+def flat_fields(config: dict, prefix: str = "") -> dict:
+    """A nested record as {"a.b.c": value}, one entry per leaf."""
+    leaves = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            leaves.update(flat_fields(value, f"{prefix}{key}."))
+        else:
+            leaves[f"{prefix}{key}"] = value
+    return leaves
+
+
+_ABSENT = object()
+
+
+def _show(name: str, value) -> str:
+    if value is _ABSENT:
+        return "absent"
+    if name == "grid" and isinstance(value, list):
+        return " ".join(f"{k}={','.join(json.dumps(x) for x in v)}" for k, v in value) or "none"
+    if (isinstance(value, list) and len(value) > 3 and all(type(x) is int for x in value)
+            and value == list(range(value[0], value[0] + len(value)))):
+        return f"[{value[0]}..{value[-1]}]"
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _differences(previous: dict, config: dict) -> str:
+    """Each differing field, by its own name (its path where the name alone is ambiguous), with both values."""
+    old, new = flat_fields(previous), flat_fields(config)
+    paths = sorted(k for k in old.keys() | new.keys() if old.get(k, _ABSENT) != new.get(k, _ABSENT))
+    short = [path.rpartition(".")[2] for path in old.keys() | new.keys()]
+    parts = []
+    for path in paths:
+        name = path.rpartition(".")[2]
+        name = name if short.count(name) == 1 else path
+        parts.append(f"{name}: {_show(name, old.get(path, _ABSENT))} (recorded) vs "
+                     f"{_show(name, new.get(path, _ABSENT))} (given)")
+    return "; ".join(parts)
+
+
+def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) -> bool:
+    """Check `out` against `config` before anything is compiled or written. Returns True when resuming."""
+    out = Path(out)
+    if resume and overwrite:
+        raise ConfigError("--resume and --overwrite exclude each other")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"output path {out} exists and is not a directory")
+    from purerl.run.checkpoint import check_path  # here, not at the top: it imports orbax
+
+    check_path(out)
+    if out.is_dir():
+        runlock.check_unlocked(out)
+    if only_marker(out):  # config.json never written (a full disk, a kill): nothing to continue, a fresh start
+        check_writable(out)
+        return False
+    if resume:
+        if not (out / CONFIG).is_file():
+            raise ConfigError(f"--resume: {out} holds no purerl run to continue")
+        previous, config = _comparable(read_config(out), out), _comparable(config)
+        if previous != config:
+            raise ConfigError(f"--resume: {out} holds a different run (differs in: {_differences(previous, config)})")
+        _check_summary(out / "summary.json")
+        check_writable(out)
+        return True
+    if out.is_dir() and any(out.iterdir()):
+        if not marked(out):
+            raise ConfigError(f"output directory {out} is not empty and is not a purerl run; choose a new or empty --out")
+        if not overwrite and not (out / CONFIG).exists():
+            raise ConfigError(f"{out} holds a purerl run whose config.json is missing; pass --overwrite to replace it")
+        if not overwrite:
+            previous, config = _comparable(read_config(out), out), _comparable(config)
+            if previous == config:
+                raise ConfigError(f"{out} already holds this run; pass --resume to continue it, or --overwrite to replace it")
+            raise ConfigError(f"{out} already holds a different run (differs in: {_differences(previous, config)}); "
+                              "choose another --out, or --overwrite to replace it")
+        if _protected(out):
+            raise ConfigError(f"refusing to overwrite {out}: it is the current, home or root directory")
+        foreign = foreign_entries(out)
+        if foreign:
+            raise ConfigError(f"refusing to overwrite {out}: it holds files purerl did not write or does not replace "
+                              f"({', '.join(foreign[:3])}); move them out first")
+    check_writable(out)
+    return False
+
+
+def _check_summary(path: Path) -> None:
+    """A finished run's summary.json, which `--resume` reads back: a file of purerl's, a JSON object."""
+    if path.is_symlink():
+        raise ConfigError(f"--resume: {path} is a link, not the summary purerl wrote; move it away, or --overwrite")
+    if not path.exists():
+        return
+    try:
+        ok = isinstance(json.loads(path.read_text()), dict)
+    except (OSError, UnicodeDecodeError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(f"--resume: {path} is not a summary purerl wrote (damaged?); move it away, or --overwrite")
+
+
+def record_session(out: Path, facts: dict) -> None:
+    """Append one session's facts to provenance.json, so a run resumed across sessions, commits or machines says
+    which of them produced it. evolve appends `provenance.run_facts` (command, commit, machine) when a session
+    ends, so a SIGKILLed session leaves no record there; mfos appends `provenance.session_facts` (commit, source
+    hash) when a session starts, so every session that trained is counted."""
+    out = Path(out)
+    if (out / CONFIG).is_file():
+        write_atomic(out / PROVENANCE, json.dumps([*sessions(out), facts], indent=2) + "\n")
+
+
+def sessions(out: Path) -> list[dict]:
+    """The facts `record_session` kept for each session that worked on the run in OUT, oldest first."""
+    path = Path(out) / PROVENANCE
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def start(out: Path, config: dict[str, Any], resumed: bool) -> None:
+    """Create the directory (replacing a run that `prepare` allowed to be overwritten), mark it, write config.json."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if runlock.inside_block():
+        runlock.lock(out)  # before anything is deleted or written: a second writer of this directory is refused
+    else:
+        runlock.check_unlocked(out)
+    if not resumed and marked(out) and not foreign_entries(out) and not _protected(out):
+        for entry in out.iterdir():  # only purerl's own entries are left here: prepare checked
+            if entry.name == LOCK:
+                continue
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    write_atomic(out / MARKER, json.dumps({"purerl_run": True}) + "\n")
+    write_atomic(out / CONFIG, json.dumps(_comparable(config), indent=2, sort_keys=True))

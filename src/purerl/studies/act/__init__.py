@@ -1,0 +1,294 @@
+"""Adversarial Cheap Talk (Lu, Willi, Letcher, Foerster; ICML 2023, arXiv 2211.11030).
+
+Train-time ACT evolves an adversary psi whose messages, appended to the
+victim's observation, lower ("anti") or raise ("pro") the victim's mean return
+over its training. Test-time ACT jointly evolves the train-time messages and a
+goal-conditioned "exploiter" that, after training, steers the frozen greedy
+victim to a target cart position through the message channel alone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from purerl import envs, stats
+from purerl.run import files, results, rundir
+from purerl.algos.ppo import make_train
+from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.studies.act.cheap_talk import CheapTalk
+from purerl.meta.evolve import ESConfig, MetaTask
+from purerl.meta.evolve_files import MEAN_PARAMS, load_meta_params
+
+class Victim(NamedTuple):
+    """One environment's victim, as the authors' main_train_time.py trains it, and the ES budgets for it."""
+
+    config: PPOConfig
+    hp: HyperParams
+    episode_cap: int | None  # None: the env's own episode limit
+    presets: dict  # ES settings per preset, over ES_DEFAULTS
+
+
+ES_DEFAULTS = dict(strategy="open_es", fitness_shaping="z_score", lr=0.01, lr_final=0.001, std=0.04, std_final=0.01)
+VICTIMS = {
+    # 4 envs x 256 steps x 32 updates, 16 full-batch epochs, hidden 32 (tanh), lr 5e-3, gamma 0.99, entropy 0.01,
+    # clip 0.2; episodes capped at 200 steps.
+    # cpu: population 32 x 48 generations, 2 victims per candidate (about 0.27 s per victim on 2 cores, so about
+    #      14 min per ES run); a 16 x 16 budget with the paper's std did not move the anti fitness. Its std and lr
+    #      are larger than the paper's so that so few generations can move at all: a deliberate difference.
+    # paper: POP_SIZE 1024, num_generations 2049, one GPU.
+    "CartPole-v1": Victim(
+        PPOConfig(env="CartPole-v1", num_envs=4, num_steps=256, total_timesteps=4 * 256 * 32, update_epochs=16,
+                  num_minibatches=1, hidden_sizes=(32, 32), activation="tanh"),
+        HyperParams(lr=5e-3, gamma=0.99, ent_coef=0.01, clip_eps=0.2), 200,
+        {"cpu": dict(population_size=32, generations=48, rollouts=2, lr=0.03, lr_final=0.003, std=0.1,
+                     std_final=0.03),
+         "paper": dict(population_size=1024, generations=2049)}),
+    # 16 envs x 256 steps x 128 updates, 16 full-batch epochs, hidden 32 (tanh), lr 0.02, gamma 0.95, entropy
+    # 0.005, clip 0.2; gymnax's 200-step episodes.
+    # cpu: the authors' victim is 16x CartPole's steps (about 1.3 s per victim on 2 cores), so the CPU preset
+    #      evolves a population of 16, one victim per candidate, with CartPole's larger-than-paper std and lr;
+    #      24 generations (9 min) left anti's evaluation inside the random adversary's CI (-511 [-554, -483]
+    #      against -482 [-508, -457], 32 fresh seeds), so it runs 48 (about 18 min per ES run).
+    # paper: POP_SIZE 768, num_generations 2049, one GPU.
+    "Pendulum-v1": Victim(
+        PPOConfig(env="Pendulum-v1", num_envs=16, num_steps=256, total_timesteps=16 * 256 * 128, update_epochs=16,
+                  num_minibatches=1, hidden_sizes=(32, 32), activation="tanh"),
+        HyperParams(lr=0.02, gamma=0.95, ent_coef=0.005, clip_eps=0.2), None,
+        {"cpu": dict(population_size=16, generations=48, rollouts=1, lr=0.03, lr_final=0.003, std=0.1,
+                     std_final=0.03),
+         "paper": dict(population_size=768, generations=2049)}),
+}
+TEST_TIME_ENV = "CartPole-v1"  # the goal is a cart position: test-time ACT is reproduced on CartPole only
+FRESH_SEEDS = list(range(20_000, 20_032))
+GOAL_RANGE = 1.5  # target cart positions are drawn uniformly from [-1.5, 1.5]
+EVAL_GOALS = 16
+
+
+def victim_of(env_name: str) -> Victim:
+    if env_name not in VICTIMS:
+        raise ConfigError(f"the ACT study reproduces the paper's victims on {' and '.join(VICTIMS)}, not {env_name}")
+    return VICTIMS[env_name]
+
+
+def es_config(preset: str, env_name: str = "CartPole-v1", **overrides) -> ESConfig:
+    presets = victim_of(env_name).presets
+    if preset not in presets:
+        raise ConfigError(f"unknown preset '{preset}'; choose from {', '.join(presets)}")
+    return ESConfig(**{**ES_DEFAULTS, **presets[preset], **overrides})
+
+
+def victim(env_name: str, observe: CheapTalk | None):
+    spec = victim_of(env_name)
+    cap = {} if spec.episode_cap is None else {"max_episode_steps": spec.episode_cap}
+    return make_train(spec.config, env=envs.make(env_name, **cap), observe=observe)
+
+
+def adversary_params(talk: CheapTalk, key: jax.Array, env_name: str = "CartPole-v1"):
+    return talk.init_params(key, envs.make(env_name).observation_shape[0])
+
+
+# ----------------------------------------------------------------- train-time
+def train_time_task(mode: str, env_name: str = "CartPole-v1", seed: int = 0) -> MetaTask:
+    """Fitness: +/- the victim's mean episode return over its training (pro / anti)."""
+    if mode not in ("anti", "pro"):
+        raise ConfigError(f"mode must be anti or pro, got '{mode}'")
+    talk = CheapTalk()
+    train = victim(env_name, talk)
+    sign = -1.0 if mode == "anti" else 1.0
+    hp = victim_of(env_name).hp.as_arrays()
+
+    def fitness(key, psi):
+        return sign * jnp.nanmean(train(key, hp, psi).metrics["episode_return"])
+
+    return MetaTask(f"act-train-time-{mode}", adversary_params(talk, jax.random.PRNGKey(seed), env_name), fitness,
+                    {"env": env_name, "mode": mode, "fitness": f"{'-' if sign < 0 else '+'}mean return over training"},
+                    train.config.cpu_group)
+
+
+def victim_curves(env_name: str, psis, seeds: list[int]) -> np.ndarray:
+    """Victims trained on `seeds`, one adversary each (psis batched on axis 0), or no channel if psis is None."""
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, jnp.uint32))
+    hp = victim_of(env_name).hp.as_arrays()
+    if psis is None:
+        metrics = jax.jit(jax.vmap(victim(env_name, None), in_axes=(0, None)))(keys, hp).metrics
+    else:
+        metrics = jax.jit(jax.vmap(victim(env_name, CheapTalk()), in_axes=(0, None, 0)))(keys, hp, psis).metrics
+    return np.asarray(metrics["episode_return"]).T  # [updates, seeds]
+
+
+def env_suffix(env_name: str) -> str:
+    """'' for CartPole, the study's first env (its files keep their first names), else '-ENV': names one env's
+    files beside the report."""
+    return "" if env_name == TEST_TIME_ENV else f"-{env_name}"
+
+
+def train_time_files(env_name: str) -> tuple[str, str]:
+    """(json, png) of one env's train-time evaluation beside the report."""
+    return f"train_time{env_suffix(env_name)}.json", f"train_time{env_suffix(env_name)}.png"
+
+
+def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Path) -> dict:
+    """Fresh victim seeds under: each evolved adversary ({label: run dir}, its mean params), a random adversary,
+    no channel."""
+    talk = CheapTalk()
+    template = adversary_params(talk, jax.random.PRNGKey(0), env_name)
+    n = len(FRESH_SEEDS)
+    conditions = {}
+    for label, run_dir in run_dirs.items():
+        psi = load_meta_params(Path(run_dir) / MEAN_PARAMS, template)
+        conditions[label] = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), psi)
+    random_keys = jax.random.split(jax.random.PRNGKey(12_345), n)
+    obs_size = envs.make(env_name).observation_shape[0]  # made outside the trace: a traced env has traced bounds
+    conditions["random adversary"] = jax.lax.map(lambda k: talk.init_params(k, obs_size), random_keys)
+    conditions["no messages"] = None
+    curves = {label: victim_curves(env_name, psis, FRESH_SEEDS) for label, psis in conditions.items()}
+    rows = {label: stats.summarize(np.nanmean(stats.forward_fill(c), axis=0)) for label, c in curves.items()}
+
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    json_name, png_name = train_time_files(env_name)
+    results.plot_labelled_curves(plots_dir, curves, victim_of(env_name).config.batch_size,
+                                 f"{env_name} victims under cheap talk ({n} fresh seeds)", png_name)
+    report = {"env": env_name, "seeds": FRESH_SEEDS, "mean_return_over_training": rows,
+              "runs": {label: str(d) for label, d in run_dirs.items()}}
+    files.write_atomic(plots_dir / json_name, json.dumps(report, indent=2))
+    return report
+
+
+# ------------------------------------------------------------------ test-time
+def goal_inputs(obs: jax.Array, goal: jax.Array) -> jax.Array:
+    return jnp.concatenate([obs, goal[None]], axis=-1)
+
+
+def controlled_episode(train, victim_params, obs_stats, exploiter: CheapTalk, phi, key, goal):
+    """The frozen greedy victim, steered by the exploiter's messages towards cart position `goal`.
+
+    Returns (goal return, cart positions): reward exp(-(x - goal)^2) per step until the episode ends.
+    """
+    env = train.env
+    reset_key, key = jax.random.split(key)
+    obs, env_state = env.reset(reset_key)
+
+    def step(carry, step_key):
+        obs, env_state, alive = carry
+        seen = jnp.concatenate([obs, exploiter.messages(phi, goal_inputs(obs, goal))])
+        action = train.act(victim_params, obs_stats, seen)
+        env_state, ts = env.step(step_key, env_state, action)
+        x = ts.final_obs[0]
+        reward = jnp.where(alive, jnp.exp(-((x - goal) ** 2)), 0.0)
+        return (ts.obs, env_state, alive & ~ts.done), (reward, jnp.where(alive, x, jnp.nan))
+
+    _, (rewards, xs) = jax.lax.scan(step, (obs, env_state, jnp.bool_(True)), jax.random.split(key, env.max_episode_steps))
+    return rewards.sum(), xs
+
+
+def goal_return(train, result_state, exploiter, phi, key, goals: int):
+    goal_key, episode_key = jax.random.split(key)
+    targets = jax.random.uniform(goal_key, (goals,), minval=-GOAL_RANGE, maxval=GOAL_RANGE)
+    returns, _ = jax.vmap(lambda k, g: controlled_episode(train, result_state.params, result_state.obs_stats,
+                                                          exploiter, phi, k, g))(jax.random.split(episode_key, goals), targets)
+    return returns.mean()
+
+
+VICTIM_MESSAGES = ("evolved", "random", "silent")  # what the victim hears in training, for the test-time tasks
+
+
+def training_messages(talk: CheapTalk, kind: str, seed: int, env_name: str):
+    """The fixed message function of an exploiter-only task: a random adversary (seed + 777), or silence (zero
+    weights give zero messages: a victim with no channel whose padded inputs the exploiter fills at test time)."""
+    psi = adversary_params(talk, jax.random.PRNGKey(seed + 777), env_name)
+    return jax.tree.map(jnp.zeros_like, psi) if kind == "silent" else psi
+
+
+def test_time_task(env_name: str = "CartPole-v1", victim_messages: str = "evolved", seed: int = 0,
+                   goals: int = 8) -> MetaTask:
+    """Joint evolution of train-time messages and a goal-conditioned exploiter ("evolved"), or the exploiter
+    alone against victims trained with fixed random messages ("random") or with a silent channel ("silent")."""
+    if env_name != TEST_TIME_ENV:
+        raise ConfigError(f"test-time ACT steers a cart to a goal position: it runs on {TEST_TIME_ENV}, not {env_name}")
+    if victim_messages not in VICTIM_MESSAGES:
+        raise ConfigError(f"victim messages must be one of {', '.join(VICTIM_MESSAGES)}, got '{victim_messages}'")
+    talk, exploiter = CheapTalk(), CheapTalk(condition_dims=1)
+    train = victim(env_name, talk)
+    hp = victim_of(env_name).hp.as_arrays()
+    k_train, k_exploit = jax.random.split(jax.random.PRNGKey(seed))
+    joint = victim_messages == "evolved"
+    fixed_psi = None if joint else training_messages(talk, victim_messages, seed, env_name)
+    template = {"exploit": adversary_params(exploiter, k_exploit, env_name)}
+    if joint:
+        template["train"] = adversary_params(talk, k_train, env_name)
+
+    def fitness(key, meta):
+        train_key, eval_key = jax.random.split(key)
+        state = train(train_key, hp, meta["train"] if joint else fixed_psi).state
+        return goal_return(train, state, exploiter, meta["exploit"], eval_key, goals)
+
+    name = "act-test-time" if joint else f"act-test-time-exploiter-{victim_messages}"
+    return MetaTask(name, template, fitness, {"env": env_name, "victim_messages": victim_messages, "goals": goals,
+                                              "fitness": "mean goal return of the frozen greedy victim"},
+                    train.config.cpu_group)
+
+
+def evaluate_test_time(runs: dict[str, tuple[str, Path]], env_name: str, plots_dir: Path) -> dict:
+    """Goal return on fresh victim seeds for each evolved run ({label: (victim messages, run dir)}), and a random
+    shaper (random train-time messages and a random exploiter)."""
+    talk, exploiter = CheapTalk(), CheapTalk(condition_dims=1)
+    train = victim(env_name, talk)
+    hp = victim_of(env_name).hp.as_arrays()
+    conditions = {}
+    for label, (kind, run_dir) in runs.items():
+        seed = json.loads((Path(run_dir) / rundir.CONFIG).read_text())["es"]["seed"]
+        meta = load_meta_params(Path(run_dir) / MEAN_PARAMS, test_time_task(env_name, kind, seed).template)
+        psi = meta["train"] if kind == "evolved" else training_messages(talk, kind, seed, env_name)
+        conditions[label] = (psi, meta["exploit"])
+    conditions["random shaper"] = (adversary_params(talk, jax.random.PRNGKey(4242), env_name),
+                                   adversary_params(exploiter, jax.random.PRNGKey(4243), env_name))
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(FRESH_SEEDS, jnp.uint32))
+
+    @jax.jit
+    def per_seed(psi, phi):
+        def one(key):
+            train_key, eval_key = jax.random.split(key)
+            state = train(train_key, hp, psi).state
+            return goal_return(train, state, exploiter, phi, eval_key, EVAL_GOALS)
+
+        return jax.vmap(one)(keys)
+
+    rows = {label: stats.summarize(np.asarray(per_seed(psi, phi))) for label, (psi, phi) in conditions.items()}
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    joint = next(((psi, phi) for label, (psi, phi) in conditions.items() if runs.get(label, ("",))[0] == "evolved"), None)
+    if joint is not None:
+        _plot_controlled_episode(train, hp, exploiter, joint, plots_dir / "test_time_episode.png")
+    report = {"env": env_name, "seeds": FRESH_SEEDS, "goals_per_seed": EVAL_GOALS, "goal_return": rows,
+              "runs": {label: str(run_dir) for label, (_, run_dir) in runs.items()}}
+    files.write_atomic(plots_dir / "test_time.json", json.dumps(report, indent=2))
+    return report
+
+
+def _plot_controlled_episode(train, hp, exploiter, joint: tuple, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    psi, phi = joint
+    state = jax.jit(train)(jax.random.PRNGKey(FRESH_SEEDS[0]), hp, psi).state
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for goal in (-1.0, 0.0, 1.0):
+        ret, xs = jax.jit(lambda g: controlled_episode(train, state.params, state.obs_stats, exploiter,
+                                                       phi, jax.random.PRNGKey(1), g))(jnp.float32(goal))
+        line = ax.plot(np.asarray(xs), label=f"goal {goal:+.1f} (return {float(ret):.0f})")[0]
+        ax.axhline(goal, color=line.get_color(), ls="--", lw=0.8)
+    ax.set_xlabel("step")
+    ax.set_ylabel("cart position x")
+    ax.set_title("Frozen victim steered through the message channel alone")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
