@@ -11,7 +11,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from purerl.meta import evolve
+from purerl.meta import evolve, strategies
 from purerl.run import experiment
 from purerl.cli import build_parser, train_spec
 from purerl.studies import value_loss
@@ -21,7 +21,7 @@ args = build_parser().parse_args(["train", "--seeds", "6", "--num-envs", "4", "-
                                   "--total-timesteps", "1024", "--update-epochs", "2", "--num-minibatches", "2"])
 summary = experiment.run(train_spec(args), out / "train", progress=False)
 task = value_loss.make_task(total_timesteps=2048)
-evolution = evolve.Evolution(task, evolve.ESConfig(population_size=6, std=1.0, max_parallel=int(sys.argv[2]) or None))
+evolution = evolve.Evolution(task, strategies.ESConfig(population_size=6, std=1.0, max_parallel=int(sys.argv[2]) or None))
 population, _ = evolution.strategy.ask(jax.random.PRNGKey(0), evolution.init_state(), evolution.params)
 fitness = evolution.evaluate(jax.random.PRNGKey(1), population)
 metrics = np.genfromtxt(out / "train" / "metrics.csv", delimiter=",", skip_header=1, filling_values=np.nan)

@@ -10,14 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.meta import evolve, evolve_files
+from purerl.meta import evolve, evolve_files, strategies
 from purerl.config import ConfigError
 from purerl.studies import lpo, value_loss
 
 OPTIMUM = 3.0
 START_DISTANCE2 = 2 * OPTIMUM**2  # from x = (0, 0)
 GENERATIONS = 60
-PAIRS = [(strategy, shaping) for strategy in evolve.STRATEGIES for shaping in evolve.shapings(strategy)]
+PAIRS = [(strategy, shaping) for strategy in strategies.STRATEGIES for shaping in strategies.shapings(strategy)]
 
 
 def quadratic(noise: float = 0.0, nan_below: float | None = None) -> evolve.MetaTask:
@@ -38,7 +38,7 @@ def quadratic(noise: float = 0.0, nan_below: float | None = None) -> evolve.Meta
 
 
 def evolve_for(task, generations=GENERATIONS, **options):
-    config = evolve.ESConfig(population_size=16, generations=generations, std=0.5, lr=0.1, **options)
+    config = strategies.ESConfig(population_size=16, generations=generations, std=0.5, lr=0.1, **options)
     evolution = evolve.Evolution(task, config)
     state, log = evolution.init_state(), []
     for index in range(generations):
@@ -63,19 +63,19 @@ def test_every_strategy_and_shaping_climbs_a_quadratic(strategy, shaping, noise)
 
 
 def test_each_strategy_defaults_to_a_sound_shaping_and_refuses_the_others():
-    for strategy in evolve.STRATEGIES:
-        config = evolve.ESConfig(strategy=strategy, population_size=16)
-        assert config.fitness_shaping == evolve.shapings(strategy)[0]
-        assert evolve.ESConfig(strategy=strategy, population_size=16, fitness_shaping="default") == config
+    for strategy in strategies.STRATEGIES:
+        config = strategies.ESConfig(strategy=strategy, population_size=16)
+        assert config.fitness_shaping == strategies.shapings(strategy)[0]
+        assert strategies.ESConfig(strategy=strategy, population_size=16, fitness_shaping="default") == config
         config.validate()
-        for shaping in {*evolve.SHAPING, evolve.OWN_WEIGHTS} - set(evolve.shapings(strategy)):
+        for shaping in {*strategies.SHAPING, strategies.OWN_WEIGHTS} - set(strategies.shapings(strategy)):
             with pytest.raises(ConfigError, match=f"--fitness-shaping for {strategy} must be"):
-                evolve.ESConfig(strategy=strategy, population_size=16, fitness_shaping=shaping).validate()
+                strategies.ESConfig(strategy=strategy, population_size=16, fitness_shaping=shaping).validate()
     with pytest.raises(ConfigError, match="unknown fitness shaping 'rank'"):
-        evolve.ESConfig(fitness_shaping="rank").validate()
+        strategies.ESConfig(fitness_shaping="rank").validate()
     # the studies' own defaults leave the shaping to the strategy, so `--strategy cma_es` alone is sound
-    assert lpo.es_config("cpu", strategy="cma_es").fitness_shaping == evolve.OWN_WEIGHTS
-    assert value_loss.es_config("cpu", strategy="snes").fitness_shaping == evolve.OWN_WEIGHTS
+    assert lpo.es_config("cpu", strategy="cma_es").fitness_shaping == strategies.OWN_WEIGHTS
+    assert value_loss.es_config("cpu", strategy="snes").fitness_shaping == strategies.OWN_WEIGHTS
     assert lpo.es_config("cpu").fitness_shaping == "centered_rank"  # what the committed LPO runs recorded
 
 
@@ -92,7 +92,7 @@ def test_a_shaping_the_strategy_cannot_use_is_one_line_and_exit_2(tmp_path, caps
 
 def test_a_generation_with_no_finite_fitness_is_never_the_best(tmp_path, capsys):
     task = quadratic(nan_below=1.0)  # every candidate near the start fails
-    config = evolve.ESConfig(population_size=8, generations=3, std=0.01, lr=0.1)
+    config = strategies.ESConfig(population_size=8, generations=3, std=0.01, lr=0.1)
     evolution = evolve.Evolution(task, config)
     log = evolve.run(evolution, tmp_path, evolve.config_json(task, config), progress=False)
     assert [row["nan_count"] for row in log] == [8, 8, 8]
@@ -112,7 +112,7 @@ def test_a_diverging_es_mean_stops_the_run_with_one_line():
         return 1e30 * params["x"][0]
 
     task = evolve.MetaTask("steep", {"x": jnp.zeros(2)}, fitness, {})
-    config = evolve.ESConfig(population_size=8, generations=5, fitness_shaping="none", optimizer="sgd", lr=1e12)
+    config = strategies.ESConfig(population_size=8, generations=5, fitness_shaping="none", optimizer="sgd", lr=1e12)
     evolution = evolve.Evolution(task, config)
     with pytest.raises(evolve.ESDiverged, match="open_es mean became non-finite at generation 0"):
         evolution.generation(evolution.init_state(), 0)

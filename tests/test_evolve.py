@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.meta import evolve, evolve_files
+from purerl.meta import evolve, evolve_files, strategies
 from purerl.config import ConfigError
 from purerl.studies import value_loss
 
@@ -41,7 +41,7 @@ def quadratic_task(nan_above: float | None = None) -> evolve.MetaTask:
     ],
 )
 def test_strategies_maximise_fitness(tmp_path, strategy, options):
-    config = evolve.ESConfig(strategy=strategy, population_size=16, generations=60, **options)
+    config = strategies.ESConfig(strategy=strategy, population_size=16, generations=60, **options)
     task = quadratic_task()
     log = evolve.run(evolve.Evolution(task, config), tmp_path, evolve.config_json(task, config), progress=False)
     mean = evolve_files.load_meta_params(tmp_path / evolve_files.MEAN_PARAMS, task.template)["x"]
@@ -52,7 +52,7 @@ def test_strategies_maximise_fitness(tmp_path, strategy, options):
 
 
 def test_nan_fitness_gets_the_worst_fitness_and_is_counted(tmp_path):
-    config = evolve.ESConfig(population_size=16, generations=5, lr=0.05, std=0.5)
+    config = strategies.ESConfig(population_size=16, generations=5, lr=0.05, std=0.5)
     task = quadratic_task(nan_above=0.0)  # about half of the candidates fail
     log = evolve.run(evolve.Evolution(task, config), tmp_path, evolve.config_json(task, config), progress=False)
     assert sum(row["nan_count"] for row in log) > 0
@@ -69,9 +69,9 @@ def test_repair_fitness():
 
 def test_bad_es_config_is_rejected_before_any_compile():
     with pytest.raises(ConfigError, match="population-size must be even"):
-        evolve.ESConfig(population_size=7).validate()
+        strategies.ESConfig(population_size=7).validate()
     with pytest.raises(ConfigError, match="unknown strategy 'open-es'"):
-        evolve.ESConfig(strategy="open-es").validate()
+        strategies.ESConfig(strategy="open-es").validate()
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +81,8 @@ def tiny_value_loss():
 
 
 def test_chunked_evaluation_equals_unchunked(tiny_value_loss):
-    whole = evolve.Evolution(tiny_value_loss, evolve.ESConfig(population_size=6, std=1.0))
-    chunked = evolve.Evolution(tiny_value_loss, evolve.ESConfig(population_size=6, std=1.0, max_parallel=4))
+    whole = evolve.Evolution(tiny_value_loss, strategies.ESConfig(population_size=6, std=1.0))
+    chunked = evolve.Evolution(tiny_value_loss, strategies.ESConfig(population_size=6, std=1.0, max_parallel=4))
     population, _ = whole.strategy.ask(jax.random.PRNGKey(0), whole.init_state(), whole.params)
     a = whole.evaluate(jax.random.PRNGKey(1), population)
     b = chunked.evaluate(jax.random.PRNGKey(1), population)

@@ -146,7 +146,8 @@ def test_a_bootstrap_change_stales_the_statistics_everywhere(monkeypatch):
 
 def test_es_programs_see_the_strategy_and_the_loop_not_the_bookkeeping(monkeypatch):
     from purerl.meta import evolve
-    from purerl.meta.evolve import ESConfig, MetaTask
+    from purerl.meta.evolve import MetaTask
+    from purerl.meta.strategies import ESConfig
 
     task = MetaTask("quadratic", {"w": jnp.zeros(3)}, lambda key, p: -jnp.sum((p["w"] - 1.0) ** 2), {}, 0)
     config = ESConfig(strategy="open_es", population_size=8, generations=4, fitness_shaping="z_score", std=0.1)

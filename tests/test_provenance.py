@@ -302,8 +302,6 @@ def test_compare_checks_every_objective_and_run_directory_before_training(capsys
 
 
 def test_write_atomic_keeps_the_old_file_and_leaves_no_temp_file_when_the_write_fails(tmp_path, monkeypatch):
-    from purerl.run import files
-
     target = tmp_path / "report.md"
     target.write_text("old\n")
 

@@ -82,13 +82,13 @@ def test_two_processes_on_localhost_match_one_process(tmp_path, command):
 def test_a_tiny_memory_budget_chunks_the_population_with_the_same_fitness():
     import jax
 
-    from purerl.meta import evolve
+    from purerl.meta import evolve, strategies
     from purerl.studies import value_loss
 
     task = value_loss.make_task(total_timesteps=2048)
-    whole = evolve.Evolution(task, evolve.ESConfig(population_size=8, std=1.0))
+    whole = evolve.Evolution(task, strategies.ESConfig(population_size=8, std=1.0))
     per_candidate = evolve.memory_per_candidate(whole)
-    tiny = evolve.Evolution(task, evolve.ESConfig(population_size=8, std=1.0), memory_budget_bytes=2 * per_candidate)
+    tiny = evolve.Evolution(task, strategies.ESConfig(population_size=8, std=1.0), memory_budget_bytes=2 * per_candidate)
     # The population is 4x the budget, which is per device (one host device per core by default).
     assert tiny.chunk == 2 * jax.device_count() and whole.chunk == 8
     population, _ = whole.strategy.ask(jax.random.PRNGKey(0), whole.init_state(), whole.params)

@@ -120,6 +120,7 @@ def positive_ints(flag: str, text: str | None) -> list[int] | None:
 def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4) -> None:
     """Flags shared by train and compare: env, preset, seeds, config and hyperparameter overrides."""
     from purerl.algos import registry
+    from purerl.nets.layers import ACTIVATIONS
 
     parser.add_argument("--env", default="CartPole-v1", help="gymnax id (default CartPole-v1)")
     presets = sorted({name for algorithm in registry.ALGORITHMS.values() for name in algorithm.presets})
@@ -128,7 +129,7 @@ def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4) -> 
     parser.add_argument("--seed", type=integer, default=0, help="first seed; seeds are seed..seed+N-1")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--hidden-sizes", type=integers, metavar="64,64")
-    parser.add_argument("--activation", choices=["tanh", "relu"])
+    parser.add_argument("--activation", choices=list(ACTIVATIONS))
     for name, kind in registry.config_fields().items():  # every algorithm's config; train_spec rejects the others'
         flag = f"--{name.replace('_', '-')}"
         if kind is bool:

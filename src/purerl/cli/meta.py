@@ -87,12 +87,12 @@ def add_act(sub) -> None:
 
 def cmd_evolve(args: argparse.Namespace) -> int:
     join_processes(args)
-    from purerl.meta import evolve, evolve_files
+    from purerl.meta import evolve, evolve_files, strategies
     from purerl.publish import provenance
     study = meta_task_module(args.task)
     es_fields = ("strategy", "population_size", "generations", "rollouts", "fitness_shaping", "optimizer", "lr",
                  "lr_final", "std", "std_final", "seed", "max_parallel")
-    overrides = dict(evolve.ES_PRESETS[args.es_preset]) if args.es_preset else {}
+    overrides = dict(strategies.ES_PRESETS[args.es_preset]) if args.es_preset else {}
     overrides.update({k: getattr(args, k) for k in es_fields if getattr(args, k) is not None})
     es_config = study.es_config(args.preset, **overrides)
     es_config.validate()

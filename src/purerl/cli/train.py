@@ -25,7 +25,8 @@ def add_train(sub) -> None:
                                           "hyperparameter grid) in one program")
     add_train_flags(train)
     train.add_argument("--algo", default="ppo", choices=list(ALGORITHMS), help="algorithm (default ppo)")
-    train.add_argument("--network", default="mlp", choices=["mlp", "gru"], help="gru: a recurrent agent (ppo)")
+    networks = list(dict.fromkeys(name for algorithm in ALGORITHMS.values() for name in algorithm.networks))
+    train.add_argument("--network", default="mlp", choices=networks, help="gru: a recurrent agent (ppo)")
     train.add_argument("--objective", default="ppo", help="policy objective: ppo, dpo, or lpo:PATH")
     train.add_argument("--out", type=path, help="run directory (default runs/ENV-TIMESTAMP)")
     train.add_argument("--resume", action="store_true",

@@ -18,52 +18,34 @@ import jax.numpy as jnp
 from purerl.config import ConfigError
 from purerl.envs.core import ActionSpace, Env, Timestep
 
-SUITES = {"navix": "navix", "xminigrid": "xminigrid", "craftax": "craftax", "jumanji": "jumanji"}  # prefix: module
-CRAFTAX_IDS = ("Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1")
 
 
 def is_suite_id(name: str) -> bool:
     return name.partition(":")[0] in SUITES
 
 
-def task_ids(suite: str) -> list[str]:
-    """The ids a suite accepts after its prefix (it must be installed)."""
-    if suite == "navix":
-        import navix
-
-        return list(navix.registry())
-    if suite == "xminigrid":  # XLand tasks need a downloaded benchmark of rules; the MiniGrid ports do not
-        import xminigrid
-
-        return [name for name in xminigrid.registered_environments() if name.startswith("MiniGrid-")]
-    if suite == "craftax":
-        return list(CRAFTAX_IDS)
-    import jumanji
-
-    return list(jumanji.registered_environments())
-
-
 def check(name: str) -> None:
     """One line naming the extra to install, or the suite's close matches, before anything is built."""
-    suite, _, task = name.partition(":")
-    if importlib.util.find_spec(SUITES[suite]) is None:
-        raise ConfigError(f"{name} needs {SUITES[suite]}: pip install 'purerl[{suite}]'")
-    known = task_ids(suite)
+    prefix, _, task = name.partition(":")
+    suite = SUITES[prefix]
+    if importlib.util.find_spec(suite.module) is None:
+        raise ConfigError(f"{name} needs {suite.module}: pip install 'purerl[{prefix}]'")
+    known = suite.task_ids()
     if task not in known:
         close = difflib.get_close_matches(task, known, n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(f'{suite}:{c}' for c in close)}?" if close else f"known: {', '.join(known)}"
-        raise ConfigError(f"unknown {suite} environment '{task}'; {hint}")
+        hint = f"did you mean {', '.join(f'{prefix}:{c}' for c in close)}?" if close else f"known: {', '.join(known)}"
+        raise ConfigError(f"unknown {prefix} environment '{task}'; {hint}")
 
 
 def make(name: str, max_episode_steps: int | None = None) -> Env:
     check(name)
-    suite, _, task = name.partition(":")
-    return {"navix": Navix, "xminigrid": XMiniGrid, "craftax": Craftax, "jumanji": Jumanji}[suite](
-        name, task, max_episode_steps)
+    prefix, _, task = name.partition(":")
+    return SUITES[prefix](name, task, max_episode_steps)
 
 
 class SuiteEnv(Env):
-    """A suite env under purerl's contract. Subclasses give `_reset(key) -> (obs, inner)` and
+    """A suite env under purerl's contract. Subclasses name the package they need (`module`, also the extra's
+    name) and the task ids it offers (`task_ids`), and give `_reset(key) -> (obs, inner)` and
     `_step(key, inner, action) -> (inner, obs, reward, terminated, truncated)`, neither resetting.
 
     `envs_per_reset` > 1 makes a vmapped `step` build one fresh state per that many envs instead of one per
@@ -74,7 +56,13 @@ class SuiteEnv(Env):
     `custom_vmap`, so it applies however the wrappers above vmap `step`; an unbatched `step` resets exactly.
     """
 
+    module: str
     envs_per_reset = 1
+
+    @staticmethod
+    def task_ids() -> list[str]:
+        """The ids the suite accepts after its prefix (it is installed)."""
+        raise NotImplementedError
 
     def _init_spaces(self, num_actions: int) -> None:
         obs = jax.eval_shape(lambda key: self._reset(key)[0], jax.random.PRNGKey(0))
@@ -125,6 +113,14 @@ class SuiteEnv(Env):
 class Navix(SuiteEnv):
     """navix MiniGrid: its timestep's `step_type` is 1 for a time limit and 2 for a real end."""
 
+    module = "navix"
+
+    @staticmethod
+    def task_ids():
+        import navix
+
+        return list(navix.registry())
+
     def __init__(self, name, task, max_episode_steps):
         import navix
 
@@ -143,6 +139,14 @@ class Navix(SuiteEnv):
 
 class XMiniGrid(SuiteEnv):
     """XLand-MiniGrid: a last step with discount 0 is a real end, with discount 1 a time limit."""
+
+    module = "xminigrid"
+
+    @staticmethod
+    def task_ids():  # XLand tasks need a downloaded benchmark of rules; the MiniGrid ports do not
+        import xminigrid
+
+        return [name for name in xminigrid.registered_environments() if name.startswith("MiniGrid-")]
 
     def __init__(self, name, task, max_episode_steps):
         import xminigrid
@@ -168,7 +172,12 @@ class Craftax(SuiteEnv):
     """Craftax (symbolic observations), built without its own auto-reset. Its `done` mixes death and the
     time limit; here the time limit alone is a truncation. Its world generation is pooled (`envs_per_reset`)."""
 
+    module = "craftax"
     envs_per_reset = 16
+
+    @staticmethod
+    def task_ids():
+        return ["Craftax-Classic-Symbolic-v1", "Craftax-Symbolic-v1"]
 
     def __init__(self, name, task, max_episode_steps):
         from craftax.craftax_env import make_craftax_env_from_name
@@ -196,6 +205,14 @@ class Jumanji(SuiteEnv):
     """Jumanji: a last step is a time limit when its discount is 1 or the step count reached the time limit
     (most tasks, Snake among them, end a time limit with discount 0), else a real end. The observation's
     arrays (grid, counters, action mask) are flattened and joined into one vector."""
+
+    module = "jumanji"
+
+    @staticmethod
+    def task_ids():
+        import jumanji
+
+        return list(jumanji.registered_environments())
 
     def __init__(self, name, task, max_episode_steps):
         import jumanji
@@ -227,3 +244,6 @@ class Jumanji(SuiteEnv):
 
 def _flat(observation) -> jax.Array:
     return jnp.concatenate([jnp.ravel(jnp.asarray(leaf, jnp.float32)) for leaf in jax.tree.leaves(observation)])
+
+
+SUITES = {"navix": Navix, "xminigrid": XMiniGrid, "craftax": Craftax, "jumanji": Jumanji}  # id prefix: suite

@@ -2,7 +2,7 @@
 
 `META_TASKS` names the modules `purerl evolve TASK` can run. Such a module gives
 `make_task(preset, total_timesteps, fitness, env) -> meta.evolve.MetaTask` and
-`es_config(preset, **overrides) -> meta.evolve.ESConfig`, and may give `memory_budget_mb(preset)`.
+`es_config(preset, **overrides) -> meta.strategies.ESConfig`, and may give `memory_budget_mb(preset)`.
 """
 
 import importlib

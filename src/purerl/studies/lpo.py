@@ -20,7 +20,8 @@ from purerl.algos import objectives
 from purerl.algos.ppo import make_train
 from purerl.meta.compare import run_name
 from purerl.config import ConfigError, HyperParams, apply_preset, default_preset
-from purerl.meta.evolve import ESConfig, MetaTask, train_fitness
+from purerl.meta.evolve import MetaTask, train_fitness
+from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import load_meta_params
 
 # cpu: CartPole-v1 with the classic preset cut to 65,536 steps per inner run, where PPO is half-way (final return

@@ -22,7 +22,8 @@ from purerl.run import files, results, rundir
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.studies.act.cheap_talk import CheapTalk
-from purerl.meta.evolve import ESConfig, MetaTask
+from purerl.meta.evolve import MetaTask
+from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import MEAN_PARAMS, load_meta_params
 
 class Victim(NamedTuple):

@@ -13,7 +13,8 @@ from purerl import envs, stats
 from purerl.publish import provenance
 from purerl.run import files, rundir
 from purerl.config import ConfigError
-from purerl.meta.evolve import ESConfig, Evolution, MetaTask, config_json
+from purerl.meta.evolve import Evolution, MetaTask, config_json
+from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import GENERATIONS_CSV, MEAN_PARAMS
 from purerl.meta.evolve import run as evolve_run
 from purerl.studies import act

@@ -19,7 +19,8 @@ from purerl import envs, stats
 from purerl.algos.objectives import clipped_l2, init_value_loss_params, l2, learned_value_loss
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
-from purerl.meta.evolve import ESConfig, MetaTask, train_fitness
+from purerl.meta.evolve import MetaTask, train_fitness
+from purerl.meta.strategies import ESConfig
 from purerl.run.population import Placement, batched, make_members
 
 ENV = "CartPole-v1"
