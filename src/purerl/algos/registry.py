@@ -70,6 +70,15 @@ def get(name: str) -> Algorithm:
     return ALGORITHMS[name]
 
 
+def for_config(config) -> Algorithm:
+    """The algorithm whose static config `config` is (a train function's `config` says what it trains)."""
+    for algorithm in ALGORITHMS.values():
+        if type(config) is algorithm.config:
+            return algorithm
+    raise ConfigError(f"{type(config).__name__} is not the config of a registered algorithm "
+                      f"({', '.join(a.config.__name__ for a in ALGORITHMS.values())})")
+
+
 def config_fields() -> dict[str, type]:
     """Every static config field of any algorithm (but `env`), with its type: the CLI's flags."""
     fields = {}
