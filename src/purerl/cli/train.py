@@ -19,7 +19,7 @@ def add_train(sub) -> None:
     train = sub.add_parser("train", help=f"train {', '.join(a.title for a in ALGORITHMS.values())} on many seeds (and a "
                                           "hyperparameter grid) in one program")
     add_train_flags(train)
-    train.add_argument("--algo", default="ppo", choices=list(ALGORITHMS), help="algorithm (default ppo)")
+    train.add_argument("--algo", default="ppo", choices=list(ALGORITHMS), help="algorithm")
     train.add_argument("--network", default="mlp", choices=["mlp", "gru"], help="gru: a recurrent agent (ppo)")
     train.add_argument("--objective", default="ppo", help="policy objective: ppo, dpo, or lpo:PATH")
     train.add_argument("--out", type=path, help="run directory (default runs/ENV-TIMESTAMP)")
@@ -39,7 +39,7 @@ def add_train(sub) -> None:
 
 def add_compare(sub) -> None:
     compare = sub.add_parser("compare", help="train several policy objectives on identical seeds")
-    add_train_flags(compare, default_seeds=16)
+    add_train_flags(compare, default_seeds=16, algorithms=("ppo",), grid=False)  # the objectives are PPO's
     compare.add_argument("--objectives", default="ppo,dpo", help="comma-separated: ppo, dpo, lpo:PATH")
     compare.add_argument("--runs-dir", type=path, default=Path("runs/compare"), help="where the full runs go")
     compare.add_argument("--resume", action="store_true",
