@@ -20,21 +20,19 @@ def add_evolve(sub) -> None:
     evolve.add_argument("--env", help="environment of the inner runs (lpo; default the preset's)")
     evolve.add_argument("--preset", default="cpu", help="budget: cpu (default, 2-core CPU) or paper (one GPU)")
     evolve.add_argument("--es-preset", choices=["paper-openes"], help="the 2022 papers' OpenES settings")
-    evolve.add_argument("--strategy", help=_es_help("strategy", "evosax strategy: open_es, snes, cma_es, ..."))
-    evolve.add_argument("--population-size", type=integer, help=_es_help("population_size", "candidates per generation"))
-    evolve.add_argument("--generations", type=integer, help=_es_help("generations", "generations"))
-    evolve.add_argument("--rollouts", type=integer, help=_es_help("rollouts", "training runs (seeds) per candidate"))
+    evolve.add_argument("--strategy", help=_es_help("strategy"))
+    evolve.add_argument("--population-size", type=integer, help=_es_help("population_size"))
+    evolve.add_argument("--generations", type=integer, help=_es_help("generations"))
+    evolve.add_argument("--rollouts", type=integer, help=_es_help("rollouts"))
     evolve.add_argument("--fitness-shaping", help="open_es, pgpe: centered_rank (default), z_score or none; "
                         "the other strategies use their own rank weights (rank_weights, the default)")
-    evolve.add_argument("--optimizer", help=_es_help("optimizer", "adam or sgd (the ES mean's optimiser)"))
-    evolve.add_argument("--es-lr", type=finite_float, dest="lr", help=_es_help("lr", "the ES mean's learning rate"))
-    evolve.add_argument("--es-lr-final", type=finite_float, dest="lr_final",
-                        help=_es_help("lr_final", "decays exponentially from --es-lr to this"))
-    evolve.add_argument("--std", type=finite_float, help=_es_help("std", "the search distribution's std"))
-    evolve.add_argument("--std-final", type=finite_float, help=_es_help("std_final", "decays from --std to this"))
-    evolve.add_argument("--seed", type=integer, help=_es_help("seed", "the ES seed"))
-    evolve.add_argument("--max-parallel", type=integer,
-                        help=_es_help("max_parallel", "candidates evaluated per compiled call (memory)"))
+    evolve.add_argument("--optimizer", help=_es_help("optimizer"))
+    evolve.add_argument("--es-lr", type=finite_float, dest="lr", help=_es_help("lr"))
+    evolve.add_argument("--es-lr-final", type=finite_float, dest="lr_final", help=_es_help("lr_final"))
+    evolve.add_argument("--std", type=finite_float, help=_es_help("std"))
+    evolve.add_argument("--std-final", type=finite_float, help=_es_help("std_final"))
+    evolve.add_argument("--seed", type=integer, help=_es_help("seed"))
+    evolve.add_argument("--max-parallel", type=integer, help=_es_help("max_parallel"))
     evolve.add_argument("--fitness", choices=["final", "auc"],
                         help="final return or mean return over training (default: the task preset's)")
     evolve.add_argument("--total-timesteps", type=positive(integer),
@@ -49,9 +47,10 @@ def add_evolve(sub) -> None:
     evolve.set_defaults(run=cmd_evolve)
 
 
-def _es_help(name: str, text: str) -> str:
-    """`text` and the ES setting's default under each task and --preset ('default: value-loss cpu 32, ...')."""
+def _es_help(name: str) -> str:
+    """What the ES setting means, and its default under each task and --preset ('default: value-loss cpu 32, ...')."""
     from purerl.cli.args import default_text
+    from purerl.evolve import ES_DESCRIPTIONS
     from purerl.studies import lpo, value_loss
 
     shown = {}
@@ -60,7 +59,7 @@ def _es_help(name: str, text: str) -> str:
             value = getattr(study.es_config(preset), name)
             shown[f"{task} {preset}"] = ("all" if name == "max_parallel" else "constant") if value is None else (
                 f"{value:g}" if isinstance(value, float) else str(value))
-    return f"{text} ({default_text(shown)})"
+    return f"{ES_DESCRIPTIONS[name]} ({default_text(shown)})".replace("%", "%%")
 
 
 def add_analyze(sub) -> None:
