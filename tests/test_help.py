@@ -72,7 +72,8 @@ def test_compare_lists_and_accepts_only_ppos_settings(capsys):
     options = {option for action in compare._actions for option in action.option_strings}
     assert SETTINGS["ppo"] <= options
     assert not (EVERY_SETTING - SETTINGS["ppo"]) & options  # --buffer-size, --tau, --q-lr, ...: not PPO's
-    assert "--buffer-size" not in compare.format_help() and "default: 4)" in option_help(compare.format_help())["--num-envs"]
+    text = compare.format_help()
+    assert "--buffer-size" not in text and "default: 4)" in option_help(text)["--num-envs"]
     with pytest.raises(SystemExit) as exit_:
         main(["compare", "--buffer-size", "5000"])
     err = capsys.readouterr().err

@@ -10,9 +10,13 @@ CLI calls).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+import jax
+import numpy as np
 
 from purerl.algos import registry
 from purerl.algos.objectives import POLICY_OBJECTIVES, VALUE_LOSSES, clipped_l2, ppo_clip
@@ -127,7 +131,8 @@ def train(train, out: str | Path, *, seeds: int | Sequence[int] = 1, grid: dict[
     if type(hyperparams) is not entry.hyperparams:
         raise ConfigError(f"hyperparams must be {entry.hyperparams.__name__} for {entry.title}, "
                           f"got {type(hyperparams).__name__}")
-    grid = {name: list(values) if isinstance(values, (list, tuple, range)) else [values]
+    hyperparams = type(hyperparams)(*map(_number, hyperparams))  # `HyperParams().as_arrays()` is recorded as numbers
+    grid = {name: [_number(v) for v in (values if isinstance(values, (list, tuple, range)) else [values])]
             for name, values in (grid or {}).items()}
     for name, values in list(grid.items()):
         if len(values) == 1 and name in hyperparams._fields:  # one value sets the base; it sweeps nothing
@@ -145,14 +150,20 @@ def train(train, out: str | Path, *, seeds: int | Sequence[int] = 1, grid: dict[
                           stop_after_chunks=stop_after_chunks, log=list(log), train=algorithm, meta_params=meta_params)
 
 
+def _number(value):
+    """A scalar NumPy or JAX value as the Python number config.json records; anything else as it is."""
+    return value.item() if isinstance(value, (np.generic, np.ndarray, jax.Array)) and np.ndim(value) == 0 else value
+
+
 def _seed_list(seeds) -> list[int]:
-    if isinstance(seeds, bool) or not isinstance(seeds, (int, Sequence, range)):
+    """A count (seeds 0..N-1) or an iterable of integers, as a list of Python ints."""
+    if isinstance(seeds, (bool, str)) or not isinstance(seeds, (numbers.Integral, Iterable)):
         raise ConfigError(f"seeds must be a count or a list of integers, got {seeds!r}")
-    if isinstance(seeds, int):
+    if isinstance(seeds, numbers.Integral):
         if seeds <= 0:
             raise ConfigError(f"seeds must be positive, got {seeds}")
-        return list(range(seeds))
-    return list(seeds)
+        return list(range(int(seeds)))
+    return [int(s) if isinstance(s, numbers.Integral) and not isinstance(s, bool) else _number(s) for s in seeds]
 
 
 def _spec_of(algorithm, base, hyperparams, seeds, grid, meta_params):

@@ -118,7 +118,8 @@ def defaults(name: str, algorithms=None) -> dict[str, Any]:
     which the algorithm's preset for its default env keeps)."""
     found = {}
     for algorithm in algorithms or ALGORITHMS.values():
-        fields = {f.name: f.default for f in dataclasses.fields(algorithm.config)} | algorithm.hyperparams._field_defaults
+        fields = {f.name: f.default for f in dataclasses.fields(algorithm.config)}
+        fields |= algorithm.hyperparams._field_defaults
         if name in fields:
             found[algorithm.name] = fields[name]
     return found

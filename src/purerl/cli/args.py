@@ -24,8 +24,8 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def add_argument(self, action):
         default = action.default
-        if (action.option_strings and action.help is not argparse.SUPPRESS and "default" not in (action.help or "")
-                and default is not None and default is not False and default != [] and default is not argparse.SUPPRESS):
+        shown = default is not None and default is not False and default != [] and default is not argparse.SUPPRESS
+        if shown and action.option_strings and action.help is not argparse.SUPPRESS and "default" not in (action.help or ""):
             action = copy.copy(action)
             action.help = f"{action.help} (default: %(default)s)" if action.help else "default: %(default)s"
         super().add_argument(action)
