@@ -1,5 +1,7 @@
-"""The API reference builds from the docstrings (mkdocs --strict): a renamed or removed object fails here."""
+"""The API reference builds from the docstrings (mkdocs --strict): a renamed or removed object fails here; its tables
+of fields and defaults are the code's (scripts/api_tables.py)."""
 
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -7,6 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+TABLES = runpy.run_path(str(ROOT / "scripts" / "api_tables.py"))
 
 
 def test_api_reference_builds_strictly(tmp_path):
@@ -15,5 +18,19 @@ def test_api_reference_builds_strictly(tmp_path):
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     page = (tmp_path / "site" / "index.html").read_text()
-    for name in ("make_train", "ppo_clip", "make_members", "Evolution", "purerl.envs.make", "ChunkLogger"):
+    for name in ("make_train", "ppo_clip", "make_members", "Evolution", "purerl.envs.make", "ChunkLogger", "Policy",
+                 "purerl.api.train", "DQNConfig", "PQNHyperParams", "target_update_interval", "max_parallel"):
         assert name in page, name
+
+
+def test_every_config_and_hyperparameter_class_has_its_table_of_fields_and_defaults():
+    from purerl.algos import registry
+    from purerl.meta.strategies import ESConfig
+
+    page = TABLES["PAGE"].read_text()
+    tabled = {match.group(2) for match in TABLES["MARKED"].finditer(page)}
+    classes = [cls for algorithm in registry.ALGORITHMS.values() for cls in (algorithm.config, algorithm.hyperparams)]
+    for cls in [*classes, ESConfig]:
+        assert f"{cls.__module__}.{cls.__name__}" in tabled, cls.__name__
+    assert TABLES["render"](page) == page, "docs/api/index.md is stale: run scripts/api_tables.py"
+    assert "| `num_envs` | `10` | parallel environments per agent |" in page  # DQN's default

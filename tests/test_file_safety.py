@@ -316,8 +316,10 @@ def test_the_library_checks_its_hyperparameters_and_config(tmp_path):
     for lr in (-1e-3, float("nan")):
         with pytest.raises(ConfigError, match="lr must be > 0"):
             HyperParams(lr=lr).as_arrays()
-    with pytest.raises(TypeError, match=r"needs its config object \(such as PPOConfig\(env=...\)\), got str"):
-        make_train("CartPole-v1")
+    with pytest.raises(ConfigError, match="lr must be > 0"):
+        make_train("CartPole-v1", lr=-1e-3)  # the env-id form checks its settings too
+    with pytest.raises(TypeError, match=r"needs its config object \(such as PPOConfig\(env=...\)\), got dict"):
+        make_train({"env": "CartPole-v1"})
 
 
 # --- signals from the first line of a command on ---------------------------------------------------------------------

@@ -12,13 +12,15 @@ host_devices.enable_default()
 compile_cache.enable_default()
 
 from purerl.algos.dqn import DQN, DQNConfig, DQNHyperParams  # noqa: E402
-from purerl.algos.ppo import PPO, TrainResult, make_train  # noqa: E402
+from purerl.algos.ppo import PPO, TrainResult  # noqa: E402
 from purerl.algos.pqn import PQN, PQNConfig, PQNHyperParams  # noqa: E402
 from purerl.algos.sac import SAC, SACConfig, SACHyperParams  # noqa: E402
 from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams  # noqa: E402
 from purerl.config import ConfigError, HyperParams, PPOConfig  # noqa: E402
+from purerl.api import Train, make_train, train  # noqa: E402
 from purerl.run.policy import Policy, load  # noqa: E402
+from purerl.run.population import make_members  # noqa: E402
 
 __all__ = ["ConfigError", "DQN", "DQNConfig", "DQNHyperParams", "HyperParams", "PPO", "PPOConfig", "PQN", "PQNConfig",
            "PQNHyperParams", "Policy", "SAC", "SACConfig", "SACHyperParams", "TD3", "TD3Config", "TD3HyperParams",
-           "TrainResult", "load", "make_train", "__version__"]
+           "Train", "TrainResult", "load", "make_members", "make_train", "train", "__version__"]

@@ -9,8 +9,10 @@ checkpoints, run directory, plots and CLI serve them all unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from purerl.algos import dqn, offpolicy, pqn, replay, sac, td3
 from purerl.algos.objectives import clipped_l2, ppo_clip
@@ -63,25 +65,104 @@ ALGORITHMS = {
 }
 
 
+# What each config field and hyperparameter means, by name (a name means one thing in every algorithm, see
+# `test_algorithm_flags_never_collide`): the flags' --help and the API reference's tables read it.
+DESCRIPTIONS = {
+    "env": "environment id (`purerl.envs.make`)",
+    "num_envs": "parallel environments per agent",
+    "num_steps": "steps of every environment per update (one metric row)",
+    "total_timesteps": "env steps per agent, rounded up to whole updates",
+    "update_epochs": "epochs over each update's batch",
+    "num_minibatches": "minibatches per epoch",
+    "hidden_sizes": "hidden layer widths",
+    "activation": "hidden activation: tanh or relu",
+    "anneal_lr": "anneal the learning rate linearly to 0",
+    "normalize_obs": "normalise observations by running mean and variance",
+    "normalize_reward": "scale rewards by the running std of the discounted return",
+    "normalize_advantages": "normalise advantages per minibatch",
+    "cpu_group": "members one CPU device trains at a time (0: all at once; a GPU ignores it)",
+    "buffer_size": "replay buffer capacity, in transitions",
+    "buffer_batch_size": "transitions per gradient step",
+    "learning_starts": "env steps, over all envs, before learning starts",
+    "train_interval": "env steps, over all envs, between gradient steps",
+    "target_update_interval": "env steps, over all envs, between target network updates",
+    "epsilon_anneal_time": "env steps, over all envs, over which epsilon decays",
+    "double_dqn": "double DQN: the online network picks the next action",
+    "epsilon_decay": "fraction of the updates over which epsilon decays",
+    "gradient_steps": "gradient steps per vectorised env step",
+    "policy_frequency": "gradient steps per actor (and target) update",
+    "autotune": "learn the entropy temperature towards entropy -|A|",
+    "lr": "learning rate (SAC and TD3: the actor's)",
+    "gamma": "discount",
+    "gae_lambda": "GAE lambda",
+    "clip_eps": "PPO's clip range of the probability ratio",
+    "ent_coef": "entropy bonus coefficient",
+    "vf_coef": "value loss coefficient",
+    "max_grad_norm": "gradient clipping by global norm",
+    "tau": "target network update: target <- tau x online + (1 - tau) x target",
+    "epsilon_start": "exploration epsilon at the start",
+    "epsilon_finish": "exploration epsilon at the end of its decay",
+    "td_lambda": "lambda of the Q(lambda) targets",
+    "reward_scale": "reward multiplier",
+    "q_lr": "the critics' learning rate",
+    "alpha": "entropy temperature when autotune is off",
+    "exploration_noise": "std of the Gaussian noise on actions while acting",
+    "policy_noise": "std of the target policy smoothing noise",
+    "noise_clip": "clip of the target policy smoothing noise",
+}
+
+
+def defaults(name: str, algorithms=None) -> dict[str, Any]:
+    """The default of a config field or hyperparameter in each algorithm that has it (its class default,
+    which the algorithm's preset for its default env keeps)."""
+    found = {}
+    for algorithm in algorithms or ALGORITHMS.values():
+        fields = {f.name: f.default for f in dataclasses.fields(algorithm.config)}
+        fields |= algorithm.hyperparams._field_defaults
+        if name in fields:
+            found[algorithm.name] = fields[name]
+    return found
+
+
+def show_default(value) -> str:
+    """A default as its flag takes it: 64,64 for a tuple, on/off for a switch, 0.00025, 500000."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def get(name: str) -> Algorithm:
     if name not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm '{name}'; choose from {', '.join(ALGORITHMS)}")
     return ALGORITHMS[name]
 
 
-def config_fields() -> dict[str, type]:
-    """Every static config field of any algorithm (but `env`), with its type: the CLI's flags."""
-    fields = {}
+def for_config(config) -> Algorithm:
+    """The algorithm whose static config `config` is (a train function's `config` says what it trains)."""
     for algorithm in ALGORITHMS.values():
+        if type(config) is algorithm.config:
+            return algorithm
+    raise ConfigError(f"{type(config).__name__} is not the config of a registered algorithm "
+                      f"({', '.join(a.config.__name__ for a in ALGORITHMS.values())})")
+
+
+def config_fields(algorithms=None) -> dict[str, type]:
+    """Every static config field of any algorithm (or of `algorithms`) but `env`, with its type: the CLI's flags."""
+    fields = {}
+    for algorithm in algorithms or ALGORITHMS.values():
         for name, spec in algorithm.config.__dataclass_fields__.items():
             if name != "env":
                 fields.setdefault(name, type(spec.default))
     return fields
 
 
-def hyperparam_fields() -> list[str]:
-    """Every traced hyperparameter of any algorithm, in a stable order."""
-    return list(dict.fromkeys(name for a in ALGORITHMS.values() for name in a.hyperparams._fields))
+def hyperparam_fields(algorithms=None) -> list[str]:
+    """Every traced hyperparameter of any algorithm (or of `algorithms`), in a stable order."""
+    return list(dict.fromkeys(name for a in algorithms or ALGORITHMS.values() for name in a.hyperparams._fields))
 
 
 def build(algo: str, config, network: str = "mlp", objective=ppo_clip, value_loss=clipped_l2):

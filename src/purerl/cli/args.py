@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import math
 import re
@@ -17,11 +18,25 @@ EXIT_USAGE = 2
 MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Each option's help ends with its default where it has one (not None, off or empty) that the help does
+    not already give: argparse's ArgumentDefaultsHelpFormatter, but also for options without help text."""
+
+    def add_argument(self, action):
+        default = action.default
+        shown = default is not None and default is not False and default != [] and default is not argparse.SUPPRESS
+        if shown and action.option_strings and action.help is not argparse.SUPPRESS and "default" not in (action.help or ""):
+            action = copy.copy(action)
+            action.help = f"{action.help} (default: %(default)s)" if action.help else "default: %(default)s"
+        super().add_argument(action)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error, and `--lr -1e-3` read as a (bad) value, not an option."""
+    """argparse with a one-line error, `--lr -1e-3` read as a (bad) value, not an option, and defaults in --help."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)  # `--num-env 8` must not silently mean --num-envs
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
@@ -117,30 +132,53 @@ def positive_ints(flag: str, text: str | None) -> list[int] | None:
         raise ConfigError(f"{flag} must be positive, got {min(values)}")
     return values
 
-def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4) -> None:
-    """Flags shared by train and compare: env, preset, seeds, config and hyperparameter overrides."""
+def default_text(shown: dict[str, str]) -> str:
+    """'default: 0.99' when every case (algorithm, task preset) has the same default, else each case's, equal
+    ones joined: 'default: ppo 4, dqn 10, pqn 32, sac/td3 1'."""
+    if len(set(shown.values())) == 1:
+        return f"default: {next(iter(shown.values()))}"
+    groups: dict[str, list[str]] = {}
+    for case, value in shown.items():
+        groups.setdefault(value, []).append(case)
+    return "default: " + ", ".join(f"{'/'.join(cases)} {value}" for value, cases in groups.items())
+
+
+PRESET_DEFAULTS = ("Settings default to the preset's values (--preset, chosen by env family when omitted); each flag "
+                   "shows its algorithm's own default, which the preset for CartPole-v1 or Pendulum-v1 keeps and the "
+                   "others (minatar, brax, ...: README's preset table) change in part.")
+GRID = " Several comma-separated values of a hyperparameter (X[,Y...]) sweep a grid: every setting runs every seed."
+
+
+def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4, algorithms: tuple[str, ...] | None = None,
+                    grid: bool = True) -> None:
+    """Flags shared by train and compare: env, preset, seeds, and the config and hyperparameter fields of
+    `algorithms` (default every registered one), each with its default."""
     from purerl.algos import registry
     from purerl.nets.layers import ACTIVATIONS
 
-    parser.add_argument("--env", default="CartPole-v1", help="gymnax id (default CartPole-v1)")
-    presets = sorted({name for algorithm in registry.ALGORITHMS.values() for name in algorithm.presets})
-    parser.add_argument("--preset", choices=presets, help="reference settings; default by env family")
+    chosen = [registry.ALGORITHMS[name] for name in algorithms or registry.ALGORITHMS]
+    parser.epilog = PRESET_DEFAULTS + (GRID if grid else " This command trains one setting: one value per flag.")
+    parser.add_argument("--env", default="CartPole-v1", help="environment id (gymnax, or a suite's: see README)")
+    presets = sorted({name for algorithm in chosen for name in algorithm.presets})
+    parser.add_argument("--preset", choices=presets, help="reference settings (default: by env family)")
     parser.add_argument("--seeds", type=integer, default=default_seeds, help=f"number of seeds (default {default_seeds})")
     parser.add_argument("--seed", type=integer, default=0, help="first seed; seeds are seed..seed+N-1")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--hidden-sizes", type=integers, metavar="64,64")
-    parser.add_argument("--activation", choices=list(ACTIVATIONS))
-    for name, kind in registry.config_fields().items():  # every algorithm's config; train_spec rejects the others'
+
+    def describe(name: str) -> str:
+        shown = {algo: registry.show_default(value) for algo, value in registry.defaults(name, chosen).items()}
+        return f"{registry.DESCRIPTIONS[name]} ({default_text(shown)})"
+
+    parser.add_argument("--hidden-sizes", type=integers, metavar="64,64", help=describe("hidden_sizes"))
+    parser.add_argument("--activation", choices=list(ACTIVATIONS), help=describe("activation"))
+    for name, kind in registry.config_fields(chosen).items():  # the algorithms' configs; train_spec rejects others'
         flag = f"--{name.replace('_', '-')}"
         if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=describe(name))
         elif kind in (int, float):
-            parser.add_argument(flag, type=integer if kind is int else finite_float)
-    for name in registry.hyperparam_fields():
-        parser.add_argument(
-            f"--{name.replace('_', '-')}", type=floats, metavar="X[,Y...]",
-            help="comma-separated values sweep a grid" if name == "lr" else None,
-        )
+            parser.add_argument(flag, type=integer if kind is int else finite_float, help=describe(name))
+    for name in registry.hyperparam_fields(chosen):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=floats, metavar="X[,Y...]", help=describe(name))
 
 def add_distributed_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("multi-process (jax.distributed; SLURM and Open MPI are detected)")

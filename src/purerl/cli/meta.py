@@ -21,21 +21,23 @@ def add_evolve(sub) -> None:
     evolve.add_argument("--env", help="environment of the inner runs (lpo; default the preset's)")
     evolve.add_argument("--preset", default="cpu", help="budget: cpu (default, 2-core CPU) or paper (one GPU)")
     evolve.add_argument("--es-preset", choices=["paper-openes"], help="the 2022 papers' OpenES settings")
-    evolve.add_argument("--strategy", help="evosax strategy: open_es, snes, cma_es, ...")
-    evolve.add_argument("--population-size", type=integer)
-    evolve.add_argument("--generations", type=integer)
-    evolve.add_argument("--rollouts", type=integer, help="training runs (seeds) per candidate")
+    evolve.add_argument("--strategy", help=_es_help("strategy"))
+    evolve.add_argument("--population-size", type=integer, help=_es_help("population_size"))
+    evolve.add_argument("--generations", type=integer, help=_es_help("generations"))
+    evolve.add_argument("--rollouts", type=integer, help=_es_help("rollouts"))
     evolve.add_argument("--fitness-shaping", help="open_es, pgpe: centered_rank (default), z_score or none; "
                         "the other strategies use their own rank weights (rank_weights, the default)")
-    evolve.add_argument("--optimizer", help="adam or sgd (the ES mean's optimiser)")
-    evolve.add_argument("--es-lr", type=finite_float, dest="lr")
-    evolve.add_argument("--es-lr-final", type=finite_float, dest="lr_final")
-    evolve.add_argument("--std", type=finite_float)
-    evolve.add_argument("--std-final", type=finite_float)
-    evolve.add_argument("--seed", type=integer)
-    evolve.add_argument("--max-parallel", type=integer, help="candidates evaluated per compiled call (memory)")
-    evolve.add_argument("--fitness", choices=["final", "auc"], help="final return or mean return over training")
-    evolve.add_argument("--total-timesteps", type=positive(integer), help="env steps of each inner training run")
+    evolve.add_argument("--optimizer", help=_es_help("optimizer"))
+    evolve.add_argument("--es-lr", type=finite_float, dest="lr", help=_es_help("lr"))
+    evolve.add_argument("--es-lr-final", type=finite_float, dest="lr_final", help=_es_help("lr_final"))
+    evolve.add_argument("--std", type=finite_float, help=_es_help("std"))
+    evolve.add_argument("--std-final", type=finite_float, help=_es_help("std_final"))
+    evolve.add_argument("--seed", type=integer, help=_es_help("seed"))
+    evolve.add_argument("--max-parallel", type=integer, help=_es_help("max_parallel"))
+    evolve.add_argument("--fitness", choices=["final", "auc"],
+                        help="final return or mean return over training (default: the task preset's)")
+    evolve.add_argument("--total-timesteps", type=positive(integer),
+                        help="env steps of each inner training run (default: the task preset's)")
     evolve.add_argument("--memory-budget-mb", type=positive(finite_float),
                         help="evaluate in chunks that fit this much memory per device (XLA memory analysis)")
     add_distributed_flags(evolve)
@@ -44,6 +46,21 @@ def add_evolve(sub) -> None:
     evolve.add_argument("--overwrite", action="store_true", help="replace the purerl run in --out")
     evolve.add_argument("--no-progress", action="store_true")
     evolve.set_defaults(run=cmd_evolve)
+
+
+def _es_help(name: str) -> str:
+    """What the ES setting means, and its default under each task and --preset ('default: value-loss cpu 32, ...')."""
+    from purerl.cli.args import default_text
+    from purerl.meta.strategies import ES_DESCRIPTIONS
+    from purerl.studies import lpo, value_loss
+
+    shown = {}
+    for task, study in (("value-loss", value_loss), ("lpo", lpo)):
+        for preset in study.PRESETS:
+            value = getattr(study.es_config(preset), name)
+            shown[f"{task} {preset}"] = ("all" if name == "max_parallel" else "constant") if value is None else (
+                f"{value:g}" if isinstance(value, float) else str(value))
+    return f"{ES_DESCRIPTIONS[name]} ({default_text(shown)})".replace("%", "%%")
 
 
 def add_analyze(sub) -> None:
@@ -68,10 +85,11 @@ def add_act(sub) -> None:
     act.add_argument("--mode", choices=["anti", "pro"], default="anti", help="train-time: lower or raise returns")
     act.add_argument("--env", default="CartPole-v1")
     act.add_argument("--preset", default="cpu", help="cpu (default, 2-core CPU) or paper (one GPU)")
-    act.add_argument("--population-size", type=integer)
-    act.add_argument("--generations", type=integer)
-    act.add_argument("--seed", type=integer)
-    act.add_argument("--max-parallel", type=integer)
+    act.add_argument("--population-size", type=integer, help="ES candidates per generation (default: the preset's)")
+    act.add_argument("--generations", type=integer, help="ES generations (default: the preset's)")
+    act.add_argument("--seed", type=integer, help="the ES seed (default: the preset's)")
+    act.add_argument("--max-parallel", type=integer,
+                     help="candidates evaluated per compiled call (default: all at once)")
     act.add_argument("--runs-dir", type=path, default=Path("runs/act"), help="evolve runs go to RUNS_DIR/ENV/...")
     act.add_argument("--report", type=path, help="evaluate every run present and regenerate this markdown, "
                      "evaluations and evolved parameters in REPORT's stem folder, provenance in manifest.json "

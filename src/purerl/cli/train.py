@@ -24,7 +24,7 @@ def add_train(sub) -> None:
     train = sub.add_parser("train", help=f"train {', '.join(a.title for a in ALGORITHMS.values())} on many seeds (and a "
                                           "hyperparameter grid) in one program")
     add_train_flags(train)
-    train.add_argument("--algo", default="ppo", choices=list(ALGORITHMS), help="algorithm (default ppo)")
+    train.add_argument("--algo", default="ppo", choices=list(ALGORITHMS), help="algorithm")
     networks = list(dict.fromkeys(name for algorithm in ALGORITHMS.values() for name in algorithm.networks))
     train.add_argument("--network", default="mlp", choices=networks, help="gru: a recurrent agent (ppo)")
     train.add_argument("--objective", default="ppo", help="policy objective: ppo, dpo, or lpo:PATH")
@@ -45,7 +45,7 @@ def add_train(sub) -> None:
 
 def add_compare(sub) -> None:
     compare = sub.add_parser("compare", help="train several policy objectives on identical seeds")
-    add_train_flags(compare, default_seeds=16)
+    add_train_flags(compare, default_seeds=16, algorithms=("ppo",), grid=False)  # the objectives are PPO's
     compare.add_argument("--objectives", default="ppo,dpo", help="comma-separated: ppo, dpo, lpo:PATH")
     compare.add_argument("--runs-dir", type=path, default=Path("runs/compare"), help="where the full runs go")
     compare.add_argument("--resume", action="store_true",
@@ -72,51 +72,22 @@ def add_eval(sub) -> None:
 
 
 def train_spec(args: argparse.Namespace):
-    """The experiment described by the flags: preset, then explicit overrides."""
-    from purerl import envs
+    """The experiment described by the flags: preset, then explicit overrides (`experiment.make_spec`, which
+    `purerl.make_train` shares)."""
     from purerl.algos import registry
-    from purerl.config import apply_preset
-    from purerl.run.experiment import TrainSpec
+    from purerl.run.experiment import make_spec
 
-    envs.check_name(args.env)
-    env = envs.make(args.env)
-    discrete = env.action_space.discrete
-    algorithm = registry.get(getattr(args, "algo", "ppo"))
-    preset = args.preset or algorithm.default_preset(args.env, discrete)
-    if preset not in algorithm.presets:
-        raise ConfigError(f"--preset {preset} is not a preset of --algo {algorithm.name}; "
-                          f"choose from {', '.join(algorithm.presets)}")
-    config, hp = apply_preset(preset, args.env, discrete, algorithm.presets, algorithm.config, algorithm.hyperparams)
-    own = set(algorithm.config.__dataclass_fields__) | set(algorithm.hyperparams._fields)
-    for name in [*registry.config_fields(), *registry.hyperparam_fields()]:
-        if name not in own and getattr(args, name, None) is not None:
-            raise ConfigError(f"--{name.replace('_', '-')} does not apply to --algo {algorithm.name}")
-    overrides = {
-        field: getattr(args, field)
-        for field in algorithm.config.__dataclass_fields__
-        if field != "env" and getattr(args, field, None) is not None
-    }
-    config = config.replace(**overrides)
-    grid = {}
-    for name in algorithm.hyperparams._fields:
-        values = getattr(args, name)
-        if values is None:
-            continue
-        if not values:
-            raise ConfigError(f"--{name.replace('_', '-')} needs a value")
-        hp = hp._replace(**{name: values[0]})
-        if len(values) > 1:
-            grid[name] = values
     if args.seeds <= 0:
         raise ConfigError(f"--seeds must be positive, got {args.seeds}")
     if args.seeds > MAX_MEMBERS:
         raise ConfigError(f"--seeds must be at most {MAX_MEMBERS:,}, got {args.seeds:,}")
     if args.seed < 0 or args.seed + args.seeds - 1 > MAX_SEED:
         raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {args.seed}..{args.seed + args.seeds - 1}")
-    seeds = list(range(args.seed, args.seed + args.seeds))
-    return TrainSpec(config=config, hyperparams=hp, seeds=seeds, grid=grid, preset=preset,
-                     objective=getattr(args, "objective", "ppo"), algo=algorithm.name,
-                     network=getattr(args, "network", "mlp"))
+    settings = {name: getattr(args, name) for name in [*registry.config_fields(), *registry.hyperparam_fields()]
+                if getattr(args, name, None) is not None}
+    return make_spec(args.env, getattr(args, "algo", "ppo"), args.preset, settings,
+                     seeds=list(range(args.seed, args.seed + args.seeds)), network=getattr(args, "network", "mlp"),
+                     objective=getattr(args, "objective", "ppo"), cli=True)
 
 
 def members_in_flags(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from purerl.config import ConfigError
 from purerl.meta.evolve_files import (BEST_PARAMS, MEAN_PARAMS, GenerationBar, fitness_row, plot_fitness, read_log,
                                  write_log)
 from purerl.run.population import Placement, barrier, batched, is_writer
-from purerl.run.stopping import StopRequested, graceful_stop, tell
+from purerl.run.stopping import StopRequested, cut, graceful_stop, tell
 from purerl.run import files, results, rundir
 
 FITNESS_KINDS = ("final", "auc")
@@ -159,11 +159,13 @@ def run(
     evolution: Evolution,
     out: Path,
     config_json: dict,
-    resume: bool = False,
+    resume: bool | str = False,
     overwrite: bool = False,
     progress: bool = True,
 ) -> list[dict]:
     """Run (or, with `resume`, continue) the ES into `out`; returns the per-generation log.
+
+    `resume="auto"` continues the run in `out` if there is one, else starts it: rerunning a script continues.
 
     Every generation is checkpointed; on SIGINT/SIGTERM the run stops after the current generation
     and raises `stopping.StopRequested`. The run-directory rules are `rundir.prepare`'s.
@@ -202,6 +204,8 @@ def run(
             if stop_signal.requested and index + 1 < cfg.generations:
                 checkpointer.close()
                 raise StopRequested(stop_signal.requested, index + 1, cfg.generations, saved=writer)
+            if cut(index + 1 - start):  # a test's `stopping.cut_after`: this session ends here, checkpointed
+                break
     checkpointer.close()
     if writer and not np.isfinite(best_fitness):
         tell(f"purerl: no generation had a finite fitness; {BEST_PARAMS} holds the initial mean")

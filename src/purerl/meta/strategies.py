@@ -46,6 +46,8 @@ OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
 
 @dataclass(frozen=True)
 class ESConfig:
+    """The evolution strategy: which evosax strategy, its population and schedule (fields: `ES_DESCRIPTIONS`)."""
+
     strategy: str = "open_es"
     population_size: int = 16
     generations: int = 20
@@ -89,6 +91,23 @@ class ESConfig:
         if self.max_parallel is not None and self.max_parallel <= 0:
             raise ConfigError(f"max-parallel must be positive, got {self.max_parallel}")
 
+
+# What each ESConfig field means: the API reference's table and `purerl evolve --help` read it.
+ES_DESCRIPTIONS = {
+    "strategy": f"evosax strategy: {', '.join(STRATEGIES)}",
+    "population_size": "candidates per generation (open_es: even, antithetic pairs)",
+    "generations": "generations",
+    "rollouts": "training runs (seeds) per candidate, averaged; the same seeds for every candidate",
+    "fitness_shaping": "open_es, pgpe: centered_rank (their default), z_score or none; the others rank_weights "
+                       "(their own); None: the strategy's default",
+    "optimizer": "the ES mean's optimiser: adam or sgd",
+    "lr": "the ES mean's learning rate",
+    "lr_final": "exponential decay from lr to this over the generations (None: constant)",
+    "std": "the search distribution's std",
+    "std_final": "exponential decay from std to this over the generations (None: constant; open_es)",
+    "seed": "the ES seed (its candidates and the training seeds it draws)",
+    "max_parallel": "candidates per compiled evaluation call, for memory (None: all at once; same results)",
+}
 
 # The OpenES settings of the 2022 meta-RL papers (LPO, ACT, M-FOS): Adam, lr 0.01 to 0.001, std 0.04 to 0.01.
 ES_PRESETS = {

@@ -9,6 +9,7 @@ same numbers as an uninterrupted one.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import math
 import time
@@ -23,7 +24,7 @@ from purerl import __version__, envs, stats
 from purerl.run import loggers, results, rundir
 from purerl.algos import registry
 from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.config import ConfigError, HyperParams, PPOConfig, apply_preset
 from purerl.run.progress import TrainingBar
 from purerl.run.population import Members, Placement, barrier, is_writer, make_members, run_chunks, vmapped
 
@@ -41,6 +42,10 @@ class TrainSpec:
     preset: str | None = None
     algo: str = "ppo"
     network: str = "mlp"
+    # What `purerl.train` was given that no name rebuilds: a hook, network or environment written in Python, by
+    # role ("objective": "my_script.penalised"), and given meta-parameters by their hash. Recorded only when
+    # present; such a run resumes from Python (the same train function), not from this record.
+    python: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         config = dataclasses.asdict(self.config)
@@ -56,7 +61,7 @@ class TrainSpec:
             "preset": self.preset,
             "algo": self.algo,
             "network": self.network,
-        }
+        } | ({"python": dict(self.python)} if self.python else {})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainSpec:
@@ -73,26 +78,37 @@ class TrainSpec:
             preset=data.get("preset"),
             algo=algorithm.name,
             network=data.get("network", "mlp"),
+            python=dict(data.get("python") or {}),
         )
 
-    def validate(self) -> Members:
-        """Every check that can fail on user input, before anything is traced."""
-        envs.check_name(self.config.env)
+    def validate(self, train=None) -> Members:
+        """Every check that can fail on user input, before anything is traced.
+
+        `train` is the function `purerl.train` was given: this spec only names its hooks, so they are not
+        looked up, and its environment is the one the memory check sizes."""
         algorithm = registry.get(self.algo)
-        if self.network not in algorithm.networks:
-            raise ConfigError(f"--network {self.network} is not available for --algo {self.algo}; "
-                              f"choose from {', '.join(algorithm.networks)}")
-        if self.algo != "ppo" and (self.objective != "ppo" or self.value_loss != "clipped_l2"):
-            raise ConfigError("--objective (and the value loss) belong to --algo ppo")
+        if train is None:
+            if self.python:
+                made = ", ".join(f"{role} {name}" for role, name in self.python.items())
+                raise ConfigError(f"this run was trained from Python with objects a record cannot rebuild ({made}); "
+                                  "continue it from Python: purerl.train(train, RUN_DIR, resume=True)")
+            envs.check_name(self.config.env)
+            if self.network not in algorithm.networks:
+                raise ConfigError(f"--network {self.network} is not available for --algo {self.algo}; "
+                                  f"choose from {', '.join(algorithm.networks)}")
+            if self.algo != "ppo" and (self.objective != "ppo" or self.value_loss != "clipped_l2"):
+                raise ConfigError("--objective (and the value loss) belong to --algo ppo")
         self.config.validate()
         self.hyperparams.validate()
-        self.meta_params()  # checks the objective and loads its meta-parameters, if any
-        if self.value_loss not in VALUE_LOSSES or self.value_loss == "learned":
-            usable = [name for name in VALUE_LOSSES if name != "learned"]  # "learned" is evolved, see studies
-            raise ConfigError(f"unknown value loss '{self.value_loss}'; choose from {', '.join(usable)}")
+        if train is None:
+            self.meta_params()  # checks the objective and loads its meta-parameters, if any
+            if self.value_loss not in VALUE_LOSSES or self.value_loss == "learned":
+                usable = [name for name in VALUE_LOSSES if name != "learned"]  # "learned" is evolved, see studies
+                raise ConfigError(f"unknown value loss '{self.value_loss}'; choose from {', '.join(usable)}")
         members = make_members(self.seeds, self.hyperparams, self.grid)
         if algorithm.check_memory is not None:
-            algorithm.check_memory(self.config, envs.make(self.config.env), len(members))
+            env = envs.make(self.config.env) if train is None else train.env
+            algorithm.check_memory(self.config, env, len(members))
         return members
 
     def meta_params(self):
@@ -119,6 +135,60 @@ class TrainSpec:
                               value_loss=VALUE_LOSSES[self.value_loss])
 
 
+def make_spec(env: str, algo: str = "ppo", preset: str | None = None, settings: dict[str, Any] | None = None, *,
+              seeds: list[int] | tuple[int, ...] = (0,), network: str = "mlp", objective: str = "ppo",
+              value_loss: str = "clipped_l2", cli: bool = False) -> TrainSpec:
+    """The experiment on `env` as `purerl train` chooses it: the algorithm's preset (by env family unless
+    named), then `settings` by field name. A config field takes one value; a hyperparameter one value or a
+    list, whose values beyond one sweep a grid. Errors name flags (`--clip-eps`) when `cli`, else fields."""
+    spell = (lambda name: f"--{name.replace('_', '-')}") if cli else (lambda name: name)  # noqa: E731
+    algorithm = registry.get(algo)
+    algo_named = f"--algo {algorithm.name}" if cli else f"algo '{algorithm.name}'"
+    envs.check_name(env)
+    discrete = envs.make(env).action_space.discrete
+    preset = preset or algorithm.default_preset(env, discrete)
+    if preset not in algorithm.presets:
+        raise ConfigError(f"{spell('preset')} {preset} is not a preset of {algo_named}; "
+                          f"choose from {', '.join(algorithm.presets)}")
+    config, hp = apply_preset(preset, env, discrete, algorithm.presets, algorithm.config, algorithm.hyperparams)
+    settings = dict(settings or {})
+    own_config = [name for name in algorithm.config.__dataclass_fields__ if name != "env"]
+    own = set(own_config) | set(algorithm.hyperparams._fields)
+    for name in settings:  # the command line's parser knows only flags; Python may pass any name
+        if name not in set(registry.config_fields()) | set(registry.hyperparam_fields()):
+            close = difflib.get_close_matches(name, sorted(own), n=1)
+            hint = f"did you mean {close[0]}?" if close else f"{algorithm.title}'s are {', '.join(sorted(own))}"
+            raise ConfigError(f"unknown setting '{name}'; {hint}")
+    for name in [*registry.config_fields(), *registry.hyperparam_fields()]:
+        if name not in own and name in settings:
+            raise ConfigError(f"{spell(name)} does not apply to {algo_named}")
+    changes = {name: settings[name] for name in own_config if name in settings}
+    if isinstance(changes.get("hidden_sizes"), list):
+        changes["hidden_sizes"] = tuple(changes["hidden_sizes"])
+    config = config.replace(**changes)
+    grid = {}
+    for name in algorithm.hyperparams._fields:
+        if name not in settings:
+            continue
+        values = settings[name]
+        values = list(values) if isinstance(values, (list, tuple)) else [values]
+        if not values:
+            raise ConfigError(f"{spell(name)} needs a value")
+        hp = hp._replace(**{name: values[0]})
+        if len(values) > 1:
+            grid[name] = values
+    spec = TrainSpec(config=config, hyperparams=hp, seeds=list(seeds), grid=grid, preset=preset, objective=objective,
+                     value_loss=value_loss, algo=algorithm.name, network=network)
+    if not cli:  # the parser has typed every flag; Python's values may be anything
+        from purerl.run.rerun import check_types
+
+        try:
+            check_types(spec)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(str(error)) from None
+    return spec
+
+
 def run(
     spec: TrainSpec,
     out: Path,
@@ -128,15 +198,23 @@ def run(
     chunk_updates: int | None = None,
     checkpoint_every_s: float = 60.0,
     log: list[str] | None = None,
+    train=None,
+    meta_params=None,
 ) -> dict[str, Any] | None:
     """Train every member, writing the run directory. Returns the summary (None if a test cut it short:
-    `stopping.cut_after`)."""
+    `stopping.cut_after`).
+
+    `purerl train` and `purerl.train` both run this. The command line builds the train function from the spec;
+    `purerl.train` passes its own as `train` (with its `meta_params`), which the spec describes.
+    `resume="auto"` continues a run in `out` if there is one, else starts it.
+    """
     out = Path(out)
-    members = spec.validate()
+    members = spec.validate(train)
     loggers.check(log or [])
     config_json = spec.to_json()
     resumed = rundir.prepare(out, config_json, resume, overwrite)
-    train = spec.build()
+    if train is None:
+        train, meta_params = spec.build(), spec.meta_params()
     cfg = train.config
     writer = is_writer()
     barrier("purerl-train-prepared")  # every process has checked `out` before process 0 writes to it
@@ -148,7 +226,6 @@ def run(
     placement = Placement.for_members(n)
     init_fn, run_fn = vmapped(train, placement)
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
-    meta_params = spec.meta_params()
     steps_per_update = cfg.batch_size  # per member: the progress bar, like the plots, counts one agent's steps
     chunk_log = loggers.ChunkLogger(log if writer and log else [], out, [members.label(i) for i in range(n)],
                                     members.groups(), steps_per_update, config_json)

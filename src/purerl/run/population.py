@@ -66,11 +66,26 @@ class Members:
 
 
 def make_members(seeds: list[int], base: HyperParams, grid: dict[str, list[float]] | None = None) -> Members:
-    """Cartesian product of the grid values, each with every seed."""
+    """Cartesian product of the grid values, each with every seed: a population as one member axis.
+
+    A grid from Python, trained as one program without a run directory (`purerl.run` writes one):
+
+        members = make_members([0, 1, 2], HyperParams(), {"lr": [1e-3, 2.5e-4]})   # 6 members
+        train = jax.jit(jax.vmap(make_train(PPOConfig())))
+        result = train(members.keys(), members.hyperparams.as_arrays())
+        for i in range(len(members)):
+            members.label(i)   # "lr=0.001,seed=0", ...: row i of every result array
+
+    `members.groups()` gives the member indices of each setting (its seeds)."""
     if not seeds:
         raise ConfigError("need at least one seed")
     if any(s < 0 for s in seeds):
         raise ConfigError(f"seeds must be non-negative, got {min(seeds)}")
+    if max(seeds) > 2**32 - 1:  # a seed is one uint32 PRNG key
+        raise ConfigError(f"seeds must be at most {2**32 - 1}, got {max(seeds)}")
+    if len(set(seeds)) < len(seeds):
+        twice = next(s for i, s in enumerate(seeds) if s in seeds[:i])
+        raise ConfigError(f"seed {twice} is given twice; each member needs its own seed")
     grid = {k: list(v) for k, v in (grid or {}).items() if len(v) > 1}
     size = len(seeds) * math.prod(len(v) for v in grid.values())
     if size > MAX_MEMBERS:

@@ -46,7 +46,7 @@ def load_spec(path: Path, flag: str = "--config"):
                           "not a training run (purerl train writes RUN/config.json)")
     try:
         spec = spec_from_record(data, path.parent)
-        _check_types(spec)
+        check_types(spec)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{flag}: {path} is not a valid training record ({type(error).__name__}: {error})") from None
     return spec
@@ -74,14 +74,13 @@ def in_recorded_order(spec, run_dir: Path):
     return dataclasses.replace(spec, grid={name: spec.grid[name] for name in order})
 
 
-def _check_types(spec) -> None:
+def check_types(spec) -> None:
     """JSON can hold any type; the config fields must hold the ones the program is built from."""
     for field in dataclasses.fields(spec.config):  # the recorded algorithm's own config class
         value = getattr(spec.config, field.name)
-        expected = {"env": str, "activation": str, "hidden_sizes": tuple}.get(field.name)
-        if expected is None:
-            expected = bool if isinstance(field.default, bool) else int
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        expected = type(field.default)  # str, tuple, bool, int, or float (PQN's epsilon_decay), which takes an int
+        accepted = (int, float) if expected is float else expected
+        if not isinstance(value, accepted) or (expected is not bool and isinstance(value, bool)):
             raise TypeError(f"{field.name} must be {expected.__name__}, got {value!r}")
         if field.name == "hidden_sizes" and not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
             raise TypeError(f"hidden_sizes must be integers, got {list(value)!r}")

@@ -198,9 +198,16 @@ def _differences(previous: dict, config: dict) -> str:
     return "; ".join(parts)
 
 
-def prepare(out: Path, config: dict[str, Any], resume: bool, overwrite: bool) -> bool:
-    """Check `out` against `config` before anything is compiled or written. Returns True when resuming."""
+def prepare(out: Path, config: dict[str, Any], resume: bool | str, overwrite: bool) -> bool:
+    """Check `out` against `config` before anything is compiled or written. Returns True when resuming.
+
+    `resume="auto"` (the Python API's way to make a rerun of a script continue) resumes when `out` holds a
+    run, which must then be this one, and starts one otherwise."""
     out = Path(out)
+    if resume == "auto":
+        resume = holds_run(out)
+    elif resume not in (True, False):
+        raise ConfigError(f"resume must be True, False or 'auto', got {resume!r}")
     if resume and overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
     if out.exists() and not out.is_dir():

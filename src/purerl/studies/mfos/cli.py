@@ -44,8 +44,8 @@ def add_arguments(subparsers) -> None:
                         "meta-episodes, one GPU), cpu (32 boards x 12 meta-episodes, 2 seeds; the default), tiny")
     parser.add_argument("--seeds", type=int, help="number of seeds (default: the preset's)")
     parser.add_argument("--seed", type=int, default=0, help="first seed; seeds are SEED..SEED+N-1")
-    parser.add_argument("--num-games", type=int, help="games (coin: boards) in parallel (overrides the preset)")
-    parser.add_argument("--meta-episodes", type=int, help="meta-episodes (overrides the preset)")
+    parser.add_argument("--num-games", type=int, help="games (coin: boards) in parallel (default: the preset's)")
+    parser.add_argument("--meta-episodes", type=int, help="meta-episodes (default: the preset's)")
     parser.add_argument("--self-play-meta-episodes", type=int,
                         help="table: meta self-play's meta-episodes (default: the preset's)")
     parser.add_argument("--self-play-num-games", type=int,
