@@ -53,10 +53,10 @@ class OneSequenceMinibatches(ppo_module.PPO):
     """Feed-forward minibatches as they were: [1 sequence, samples, ...] in the loss, not [samples, ...]. The
     weight gradients then contract two axes (the same numbers up to float rounding)."""
 
-    def loss(self, params, batch, meta_params, hp):
+    def loss(self, params, batch, hp, meta_params):
         if not self.network.recurrent:
             batch = jax.tree.map(lambda x: x[None], batch._replace(carry=None))._replace(carry=batch.carry)
-        return super().loss(params, batch, meta_params, hp)
+        return super().loss(params, batch, hp, meta_params)
 
 
 def traced_with(*patches):

@@ -46,8 +46,8 @@ def test_dpo_rolls_back_for_negative_advantages_where_ppo_never_does():
     """For A < 0 the DPO objective's slope in r changes sign below some r < 1; PPO's never does."""
     r = jnp.linspace(0.05, 0.999, 400)
     a = -jnp.ones_like(r)
-    dpo_slope = jax.vmap(jax.grad(lambda r, a: obj.dpo(r, jnp.log(r), a, None, HP)))(r, a)
-    ppo_slope = jax.vmap(jax.grad(lambda r, a: obj.ppo_clip(r, jnp.log(r), a, None, HP)))(r, a)
+    dpo_slope = jax.vmap(jax.grad(lambda r, a: obj.dpo(r, jnp.log(r), a, HP, None)))(r, a)
+    ppo_slope = jax.vmap(jax.grad(lambda r, a: obj.ppo_clip(r, jnp.log(r), a, HP, None)))(r, a)
     assert float(dpo_slope[-1]) < 0  # near r = 1 lowering r still helps (A < 0) ...
     assert float(dpo_slope[0]) > 0  # ... but far below 1 the objective pushes r back up: rollback
     assert float(ppo_slope.max()) <= 0.0  # PPO: slope -1 inside the clip, 0 outside, never positive
@@ -58,11 +58,11 @@ def test_lpo_with_zero_weights_equals_ppo_clip():
     ratio = jnp.exp(0.5 * jax.random.normal(key_r, (4096,)))
     adv = jax.random.normal(key_a, (4096,))
     zero = obj.init_lpo_params()
-    lpo = obj.lpo(ratio, jnp.log(ratio), adv, zero, HP)
-    ppo = obj.ppo_clip(ratio, jnp.log(ratio), adv, None, HP)
+    lpo = obj.lpo(ratio, jnp.log(ratio), adv, HP, zero)
+    ppo = obj.ppo_clip(ratio, jnp.log(ratio), adv, HP, None)
     np.testing.assert_allclose(lpo, ppo, atol=1.01e-4)  # the drift is shifted by 1e-4 where it is active
-    grad_lpo = jax.vmap(jax.grad(lambda r, a: obj.lpo(r, jnp.log(r), a, zero, HP)))(ratio, adv)
-    grad_ppo = jax.vmap(jax.grad(lambda r, a: obj.ppo_clip(r, jnp.log(r), a, None, HP)))(ratio, adv)
+    grad_lpo = jax.vmap(jax.grad(lambda r, a: obj.lpo(r, jnp.log(r), a, HP, zero)))(ratio, adv)
+    grad_ppo = jax.vmap(jax.grad(lambda r, a: obj.ppo_clip(r, jnp.log(r), a, HP, None)))(ratio, adv)
     np.testing.assert_allclose(grad_lpo, grad_ppo, atol=1e-5)
 
 

@@ -155,7 +155,7 @@ def test_a_full_batch_epoch_does_not_depend_on_sample_order(hp):
     state, trajectory = jax.jit(lambda key: ppo.rollout(ppo.init(key, hp), hp))(jax.random.PRNGKey(0))
     order = jax.random.permutation(jax.random.PRNGKey(1), TINY.num_envs)
     shuffled = jax.tree.map(lambda x: x[:, order], trajectory)
-    learn = jax.jit(lambda trajectory: ppo.learn_from(state, trajectory, (), None, hp)[0].params)
+    learn = jax.jit(lambda trajectory: ppo.learn_from(state, trajectory, (), hp, None)[0].params)
     as_collected, reordered = learn(trajectory), learn(shuffled)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), as_collected, reordered)
     moved = jax.tree.map(lambda a, b: float(np.abs(a - b).max()), as_collected, state.params)

@@ -17,7 +17,7 @@ SMALL = dict(num_envs=4, num_steps=32, total_timesteps=4 * 32 * 6, update_epochs
 TINY = PPOConfig(env="CartPole-v1", **SMALL)
 
 
-def huber(value, old_value, target, meta_params, hp):
+def huber(value, old_value, target, hp, meta_params):
     """A value loss written in a user's script: per-sample Huber, weighted by a meta-parameter if given."""
     error = jnp.abs(value - target)
     loss = jnp.where(error < 1.0, 0.5 * error**2, error - 0.5)

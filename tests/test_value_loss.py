@@ -21,8 +21,8 @@ from purerl.studies.value_loss import shape as value_loss_shape
 def test_initial_loss_is_exactly_l2_and_its_gradient():
     params = value_loss.initial_params()
     value, target = jnp.array([-3.0, 0.5, 10.0, 42.0]), jnp.array([1.0, 0.5, 80.0, 7.0])
-    np.testing.assert_allclose(learned_value_loss(value, value, target, params, None), l2(value, value, target, None, None))
-    grad = jax.grad(lambda v: learned_value_loss(v, v, target, params, None).sum())(value)
+    np.testing.assert_allclose(learned_value_loss(value, value, target, None, params), l2(value, value, target, None, None))
+    grad = jax.grad(lambda v: learned_value_loss(v, v, target, None, params).sum())(value)
     np.testing.assert_allclose(grad, value - target, rtol=1e-6)
 
 

@@ -12,7 +12,8 @@ host_devices.enable_default()
 compile_cache.enable_default()
 
 from purerl.algos.dqn import DQN, DQNConfig, DQNHyperParams  # noqa: E402
-from purerl.algos.ppo import PPO, TrainResult  # noqa: E402
+from purerl.algos.loop import TrainResult  # noqa: E402
+from purerl.algos.ppo import PPO  # noqa: E402
 from purerl.algos.pqn import PQN, PQNConfig, PQNHyperParams  # noqa: E402
 from purerl.algos.sac import SAC, SACConfig, SACHyperParams  # noqa: E402
 from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams  # noqa: E402

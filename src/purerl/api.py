@@ -175,7 +175,7 @@ def _spec_of(algorithm, base, hyperparams, seeds, grid, meta_params):
     python: dict[str, str] = {}
     names = {"objective": "ppo", "value_loss": "clipped_l2", "network": "mlp"}
     if entry.name == "ppo":
-        from purerl.algos.ppo import FullObservation
+        from purerl.algos.objectives import FullObservation
 
         names["objective"] = _named(algorithm.objective, POLICY_OBJECTIVES, "objective", python)
         if base is not None and names["objective"] == base.objective.partition(":")[0]:

@@ -58,6 +58,20 @@ def validate_concrete(hp) -> None:
         hp.validate()
 
 
+def as_float_arrays(hp):
+    """Traced hyperparameters as float32 arrays (a NamedTuple of the same type), checked first when known on the
+    host: the library's way in, so a negative or NaN lr is one ConfigError, not a run."""
+    validate_concrete(hp)
+    return type(hp)(*(jnp.asarray(v, jnp.float32) for v in hp))
+
+
+def check_minibatches(config) -> None:
+    """The batch of an algorithm that learns in minibatches (PPO, PQN) splits into `num_minibatches` equal ones."""
+    if config.batch_size % config.num_minibatches:
+        raise ConfigError(f"batch of {config.num_envs} envs x {config.num_steps} steps = {config.batch_size} "
+                          f"is not divisible by num-minibatches={config.num_minibatches}")
+
+
 class HyperParams(NamedTuple):
     """Traced training scalars (defaults: CleanRL / PureJaxRL CartPole)."""
 
@@ -70,8 +84,7 @@ class HyperParams(NamedTuple):
     max_grad_norm: Any = 0.5
 
     def as_arrays(self) -> HyperParams:
-        validate_concrete(self)  # the library's way in: a negative or NaN lr is one ConfigError, not a run
-        return HyperParams(*(jnp.asarray(v, jnp.float32) for v in self))
+        return as_float_arrays(self)
 
     def validate(self) -> None:
         check_bounds(self, {"lr": POSITIVE, "gamma": DISCOUNT, "gae_lambda": UNIT, "clip_eps": POSITIVE,
@@ -146,11 +159,7 @@ class PPOConfig(RolloutShape):
 
     def validate(self) -> None:
         self.check(("total_timesteps",), ("num_envs", "num_steps", "update_epochs", "num_minibatches"))
-        if self.batch_size % self.num_minibatches:
-            raise ConfigError(
-                f"batch of {self.num_envs} envs x {self.num_steps} steps = {self.batch_size} "
-                f"is not divisible by num-minibatches={self.num_minibatches}"
-            )
+        check_minibatches(self)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ import optax
 
 from purerl import envs
 from purerl.algos import loop, replay, td
-from purerl.config import DISCOUNT, MAX_INT32, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, check_bounds
+from purerl.config import (DISCOUNT, MAX_INT32, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, as_float_arrays,
+                           check_bounds)
 from purerl.nets.layers import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
@@ -43,7 +44,7 @@ class DQNHyperParams(NamedTuple):
     epsilon_finish: Any = 0.05
 
     def as_arrays(self) -> DQNHyperParams:
-        return loop.as_float_arrays(self)
+        return as_float_arrays(self)
 
     def validate(self) -> None:
         check_bounds(self, {"lr": POSITIVE, "gamma": DISCOUNT, "tau": (0.0, 1.0, "in (0, 1]"),
@@ -155,21 +156,21 @@ class DQN(td.QLearner):
         )
 
     # ---------------------------------------------------------------- learning
-    def loss(self, params, target_params, batch: Transition, meta_params, hp: DQNHyperParams):
+    def loss(self, params, target_params, batch: Transition, hp: DQNHyperParams, meta_params):
         q = self.network.apply(params, batch.obs)
         q_taken = jnp.take_along_axis(q, batch.action[:, None], axis=-1)[:, 0]
         next_q_target = self.network.apply(target_params, batch.next_obs)
         next_q_online = self.network.apply(params, batch.next_obs) if self.config.double_dqn else next_q_target
         target = td.one_step_targets(batch.reward, batch.terminated, next_q_online, next_q_target, hp.gamma,
                                      self.config.double_dqn)
-        loss = self.td_loss(q_taken, jax.lax.stop_gradient(target), meta_params, hp).mean()
+        loss = self.td_loss(q_taken, jax.lax.stop_gradient(target), hp, meta_params).mean()
         return loss, q_taken.mean()
 
-    def gradient_step(self, state: RunnerState, key: jax.Array, meta_params, hp: DQNHyperParams):
+    def gradient_step(self, state: RunnerState, key: jax.Array, hp: DQNHyperParams, meta_params):
         """One Adam step on a batch sampled from the buffer: (params, opt_state, loss, mean Q)."""
         batch = replay.sample(state.buffer, key, self.config.buffer_batch_size)
         (loss, q_mean), grads = jax.value_and_grad(self.loss, has_aux=True)(
-            state.params, state.target_params, batch, meta_params, hp)
+            state.params, state.target_params, batch, hp, meta_params)
         updates, opt_state = self.optimizer(hp).update(grads, state.opt_state, state.params)
         return optax.apply_updates(state.params, updates), opt_state, loss, q_mean
 
@@ -189,7 +190,7 @@ class DQN(td.QLearner):
         learns = (timestep > cfg.learning_starts) & (timestep % cfg.train_interval == 0)
         params, opt_state, loss, q_mean = jax.lax.cond(
             learns,
-            lambda: self.gradient_step(state, learn_key, meta_params, hp),
+            lambda: self.gradient_step(state, learn_key, hp, meta_params),
             lambda: (state.params, state.opt_state, jnp.float32(jnp.nan), jnp.float32(jnp.nan)),
         )
         refresh = timestep % cfg.target_update_interval == 0
@@ -209,7 +210,7 @@ class DQN(td.QLearner):
                                    length=self.config.num_steps)
         gradient_steps = (state.timestep - self.config.learning_starts) // self.config.train_interval
         row = {
-            **td.episode_row(info["episode_done"], info["episode_return"], info["episode_length"]),
+            **loop.episode_row(info["episode_done"], info["episode_return"], info["episode_length"]),
             "td_loss": jnp.nanmean(info["td_loss"]),  # NaN before learning starts
             "q_value": jnp.nanmean(info["q_value"]),
             "epsilon": info["epsilon"][-1],

@@ -1,8 +1,9 @@
-"""Policy objectives and value losses: the hooks through which PPO variants plug in.
+"""Policy objectives, value losses and the default observation: the hooks through which PPO variants plug in.
 
-A policy objective maps per-sample `(ratio, log_ratio, advantages, meta_params, hp)`
+A policy objective maps per-sample `(ratio, log_ratio, advantages, hp, meta_params)`
 to the per-sample objective to **maximise**; a value loss maps
-`(value, old_value, target, meta_params, hp)` to a per-sample loss to minimise.
+`(value, old_value, target, hp, meta_params)` to a per-sample loss to minimise;
+an observation hook maps `(obs, meta_params)` to what the agent sees.
 `meta_params` is whatever is being meta-learned (or None), so DPO, a learned drift
 or a learned value loss are new functions here and never a branch in `ppo.py`.
 """
@@ -58,34 +59,34 @@ def init_lpo_params(hidden: int = 128) -> dict[str, jax.Array]:
     return {"hidden": jnp.zeros((8, hidden), jnp.float32), "out": jnp.zeros((hidden, 1), jnp.float32)}
 
 
-def ppo_clip(ratio, log_ratio, advantages, meta_params, hp) -> jax.Array:
+def ppo_clip(ratio, log_ratio, advantages, hp, meta_params) -> jax.Array:
     """PPO's clipped surrogate: min(r A, clip(r, 1-eps, 1+eps) A) = r A - D_ppo."""
     del log_ratio, meta_params
     clipped = jnp.clip(ratio, 1.0 - hp.clip_eps, 1.0 + hp.clip_eps)
     return jnp.minimum(ratio * advantages, clipped * advantages)
 
 
-def dpo(ratio, log_ratio, advantages, meta_params, hp) -> jax.Array:
+def dpo(ratio, log_ratio, advantages, hp, meta_params) -> jax.Array:
     """DPO objective r A - D_dpo (alpha = 2, beta = 0.6, as in the paper)."""
-    del meta_params, hp
+    del hp, meta_params
     return ratio * advantages - dpo_drift(ratio, log_ratio, advantages)
 
 
-def lpo(ratio, log_ratio, advantages, meta_params, hp) -> jax.Array:
+def lpo(ratio, log_ratio, advantages, hp, meta_params) -> jax.Array:
     """LPO objective r A - D_lpo; `meta_params` are the drift net's weights."""
     return ratio * advantages - lpo_drift(ratio, log_ratio, advantages, meta_params, hp.clip_eps)
 
 
-def clipped_l2(value, old_value, target, meta_params, hp) -> jax.Array:
+def clipped_l2(value, old_value, target, hp, meta_params) -> jax.Array:
     """Clipped squared error (CleanRL / PureJaxRL): no value update moves far past clip_eps."""
     del meta_params
     clipped = old_value + jnp.clip(value - old_value, -hp.clip_eps, hp.clip_eps)
     return 0.5 * jnp.maximum(jnp.square(value - target), jnp.square(clipped - target))
 
 
-def l2(value, old_value, target, meta_params, hp) -> jax.Array:
+def l2(value, old_value, target, hp, meta_params) -> jax.Array:
     """Plain squared error, the baseline a learned value loss is compared with."""
-    del old_value, meta_params, hp
+    del old_value, hp, meta_params
     return 0.5 * jnp.square(value - target)
 
 
@@ -100,7 +101,7 @@ def learned_log_weight(meta_params, value, target) -> jax.Array:
     return (hidden @ meta_params["out"]["kernel"])[..., 0] + meta_params["out"]["bias"][0]
 
 
-def learned_value_loss(value, old_value, target, meta_params, hp) -> jax.Array:
+def learned_value_loss(value, old_value, target, hp, meta_params) -> jax.Array:
     """A meta-learned distance 0.5 (v - t)^2 exp(g(v, t)): >= 0, zero only at v = t, and exactly L2 where g = 0.
 
     The net sees value and target (through the error and the target), so the loss may be asymmetric in
@@ -118,6 +119,16 @@ def init_value_loss_params(key: jax.Array, hidden: int = 16) -> dict:
                    "bias": jax.random.uniform(bias_key, (hidden,), minval=-2.0, maxval=2.0)},
         "out": {"kernel": jnp.zeros((hidden, 1)), "bias": jnp.zeros((1,))},
     }
+
+
+class FullObservation:
+    """The default `observe` hook: the agent sees the environment's observation unchanged."""
+
+    def shape(self, env_shape: tuple[int, ...]) -> tuple[int, ...]:
+        return env_shape
+
+    def __call__(self, obs: jax.Array, meta_params) -> jax.Array:
+        return obs
 
 
 POLICY_OBJECTIVES = {"ppo": ppo_clip, "dpo": dpo, "lpo": lpo}

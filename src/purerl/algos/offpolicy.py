@@ -26,7 +26,7 @@ import numpy as np
 import optax
 
 from purerl import envs
-from purerl.algos import loop, replay, td
+from purerl.algos import loop, replay
 from purerl.config import MAX_INT32, ConfigError, Preset, RolloutShape
 from purerl.nets.layers import init_params
 from purerl.nets.qnets import QNetwork
@@ -127,10 +127,7 @@ class OffPolicyActorCritic(loop.UpdateLoop):
     TARGETS: tuple[str, ...] = ("actor", "critic")
 
     def __init__(self, config: OffPolicyConfig, env: envs.Env | None = None):
-        loop.check_config(config, type(self).__name__)
-        config.validate()
-        self.config = config
-        self.env = env if env is not None else envs.make(config.env)
+        super().__init__(config, env)
         space = self.env.action_space
         if space.discrete:
             raise ConfigError(f"{type(self).__name__} needs continuous actions; {config.env} has discrete ones")
@@ -215,6 +212,6 @@ class OffPolicyActorCritic(loop.UpdateLoop):
         """`num_steps` steps of every env, and metric row `index`."""
         steps = index * self.config.num_steps + jnp.arange(self.config.num_steps)
         state, info = jax.lax.scan(lambda s, t: self.env_step(s, t, hp), state, steps)
-        row = {**td.episode_row(info["episode_done"], info["episode_return"], info["episode_length"]),
+        row = {**loop.episode_row(info["episode_done"], info["episode_return"], info["episode_length"]),
                **{name: jnp.nanmean(info[name]) for name in self.LEARN_METRICS}}  # NaN before learning starts
         return state._replace(metrics=loop.record(state.metrics, index, row))

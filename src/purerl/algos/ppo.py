@@ -1,16 +1,16 @@
 """PPO as one pure function: `train(key, hyperparams, meta_params) -> TrainResult`.
 
 Read top to bottom: state, initialisation, one update (rollout, GAE, epochs of
-minibatch steps, metrics), then the loop. The environment, rollout and update
-all live inside one `lax` loop, so `jax.jit(train)` is a single XLA program and
-`jax.vmap(train)` trains many seeds or a hyperparameter grid in that program.
+minibatch steps, metrics); `loop.MinibatchEpochs` runs the updates in one `lax`
+loop, so `jax.jit(train)` is a single XLA program and `jax.vmap(train)` trains
+many seeds or a hyperparameter grid in that program.
 
-Variants plug in through hooks: `objective` for the policy and `value_loss` for
-the critic (see `objectives.py`), and `observe` for what the agent sees (an
+Variants plug in through hooks (`objectives.py`): `objective` for the policy,
+`value_loss` for the critic, and `observe` for what the agent sees (an
 adversary's cheap-talk messages, see `envs/cheap_talk.py`). Each hook receives
-the run's `meta_params`. The network is a hook too: anything with the sequence
-contract of `nets.py`, with or without memory (a GRU core keeps whole sequences
-in its minibatches). This file has no per-variant branches.
+the run's `hp` and `meta_params`. The network is a hook too: anything with the
+sequence contract of `nets.py`, with or without memory (a GRU core keeps whole
+sequences in its minibatches). This file has no per-variant branches.
 
 Time limits: the value is bootstrapped from the final observation of a
 truncated episode, and not after a real termination.
@@ -25,25 +25,16 @@ import jax.numpy as jnp
 import optax
 
 from purerl import envs
-from purerl.algos.loop import check_config
-from purerl.algos.objectives import clipped_l2, ppo_clip
+from purerl.algos import loop
+from purerl.algos.objectives import FullObservation, clipped_l2, ppo_clip
 from purerl.algos.shuffle import permutation as random_permutation
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.wrappers import IdentityObs, IdentityReward, ObsNormalizer, RewardNormalizer
 from purerl.nets.actor_critic import ActorCritic
 from purerl.nets.layers import init_params
 
-METRICS = (
-    "episode_return",  # mean return of the episodes that ended in this update (NaN if none)
-    "episode_length",
-    "episodes",  # how many episodes ended in this update
-    "policy_loss",
-    "value_loss",
-    "entropy",
-    "approx_kl",
-    "clip_fraction",
-    "learning_rate",
-)
+METRICS = ("episode_return", "episode_length", "episodes", "policy_loss", "value_loss", "entropy", "approx_kl",
+           "clip_fraction", "learning_rate")
 
 
 class RunnerState(NamedTuple):
@@ -59,11 +50,6 @@ class RunnerState(NamedTuple):
     reward_stats: Any  # reward normaliser state (None when off)
     key: jax.Array
     metrics: dict[str, jax.Array]  # one row per update, preallocated: O(updates) memory
-
-
-class TrainResult(NamedTuple):
-    state: RunnerState
-    metrics: dict[str, jax.Array]
 
 
 class Transition(NamedTuple):
@@ -93,15 +79,12 @@ class Batch(NamedTuple):
     target: jax.Array
 
 
-class PPO:
-    """Built once per static config; calling it runs a whole training run."""
+class PPO(loop.MinibatchEpochs):
+    """Built once per static config; calling it runs a whole training run (`loop.UpdateLoop`)."""
 
     def __init__(self, config: PPOConfig, env: envs.Env | None = None, objective=ppo_clip, value_loss=clipped_l2,
                  observe=None, network=None):
-        check_config(config, type(self).__name__)
-        config.validate()
-        self.config = config
-        self.env = env if env is not None else envs.make(config.env)
+        super().__init__(config, env)
         self.objective = objective
         self.value_loss = value_loss
         self.observe = observe if observe is not None else FullObservation()
@@ -124,17 +107,6 @@ class PPO:
             optax.adam(lambda count: self.learning_rate(hp, count // self.steps_per_update), eps=1e-5),
         ))
 
-    @property
-    def steps_per_update(self) -> int:
-        """Optimiser steps in one update."""
-        return self.config.update_epochs * self.config.num_minibatches
-
-    def learning_rate(self, hp: HyperParams, update_index: jax.Array) -> jax.Array:
-        """Linear annealing to 0 over updates (CleanRL), or constant."""
-        if not self.config.anneal_lr:
-            return hp.lr * jnp.ones_like(update_index, jnp.float32)
-        return hp.lr * (1.0 - update_index / self.config.num_updates)
-
     def init(self, key: jax.Array, hp: HyperParams, meta_params=None) -> RunnerState:
         cfg = self.config
         param_key, reset_key, key = jax.random.split(key, 3)
@@ -143,19 +115,11 @@ class PPO:
         env_obs, env_state = self.env.reset_batch(jax.random.split(reset_key, cfg.num_envs))
         raw_obs = self.observe(env_obs, meta_params)
         obs_stats = self.obs_norm.update(self.obs_norm.init(), raw_obs)
-        metrics = {name: jnp.full((cfg.num_updates,), jnp.nan, jnp.float32) for name in METRICS}
-        return RunnerState(
-            params=params,
-            opt_state=opt_state,
-            env_state=env_state,
-            obs=self.obs_norm.normalize(obs_stats, raw_obs),
-            reset=jnp.ones(cfg.num_envs, bool),
-            carry=self.network.initial_carry(cfg.num_envs),
-            obs_stats=obs_stats,
-            reward_stats=self.reward_norm.init(),
-            key=key,
-            metrics=metrics,
-        )
+        metrics = loop.metric_buffers(METRICS, cfg.num_updates)
+        return RunnerState(params=params, opt_state=opt_state, env_state=env_state,
+                           obs=self.obs_norm.normalize(obs_stats, raw_obs), reset=jnp.ones(cfg.num_envs, bool),
+                           carry=self.network.initial_carry(cfg.num_envs), obs_stats=obs_stats,
+                           reward_stats=self.reward_norm.init(), key=key, metrics=metrics)
 
     # --------------------------------------------------------------- rollout
     def rollout(self, state: RunnerState, hp: HyperParams, meta_params=None) -> tuple[RunnerState, Transition]:
@@ -175,19 +139,11 @@ class PPO:
             final_obs = self.obs_norm.normalize(obs_stats, self.observe(ts.final_obs, meta_params))
             reward_stats, reward = self.reward_norm.update_and_normalize(reward_stats, ts, hp.gamma)
             done = ts.done
-            transition = Transition(
-                obs=obs,
-                reset=reset,
-                action=action,
-                log_prob=log_prob,
-                reward=reward,
-                terminated=ts.terminated,
-                done=done,
-                bootstrap_obs=jnp.where(_expand_like(done, next_obs), final_obs, next_obs),
-                episode_done=ts.info["episode_done"],
-                episode_return=ts.info["episode_return"],
-                episode_length=ts.info["episode_length"],
-            )
+            transition = Transition(obs=obs, reset=reset, action=action, log_prob=log_prob, reward=reward,
+                                    terminated=ts.terminated, done=done,
+                                    bootstrap_obs=jnp.where(_expand_like(done, next_obs), final_obs, next_obs),
+                                    episode_done=ts.info["episode_done"], episode_return=ts.info["episode_return"],
+                                    episode_length=ts.info["episode_length"])
             return (env_state, next_obs, done, memory, obs_stats, reward_stats, key), transition
 
         carry = (state.env_state, state.obs, state.reset, state.carry, state.obs_stats, state.reward_stats, state.key)
@@ -206,13 +162,12 @@ class PPO:
         """
         carries, _, values = self.network.apply(params, carry, trajectory.obs, trajectory.reset, method="unroll")
         next_values = self.network.apply(params, carries, trajectory.bootstrap_obs, method="bootstrap_value")
-        advantages = gae(
-            trajectory.reward, values, next_values, trajectory.terminated, trajectory.done, hp.gamma, hp.gae_lambda
-        )
+        advantages = gae(trajectory.reward, values, next_values, trajectory.terminated, trajectory.done, hp.gamma,
+                         hp.gae_lambda)
         return values, advantages, advantages + values
 
     # ---------------------------------------------------------------- update
-    def loss(self, params, batch: Batch, meta_params, hp: HyperParams):
+    def loss(self, params, batch: Batch, hp: HyperParams, meta_params):
         _, pi, value = self.network.apply(params, batch.carry, batch.obs, batch.reset, method="unroll")
         log_prob = pi.log_prob(batch.action)
         log_ratio = log_prob - batch.log_prob
@@ -220,8 +175,8 @@ class PPO:
         advantage = batch.advantage
         if self.config.normalize_advantages:
             advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
-        policy_objective = self.objective(ratio, log_ratio, advantage, meta_params, hp).mean()
-        value_loss = self.value_loss(value, batch.value, batch.target, meta_params, hp).mean()
+        policy_objective = self.objective(ratio, log_ratio, advantage, hp, meta_params).mean()
+        value_loss = self.value_loss(value, batch.value, batch.target, hp, meta_params).mean()
         entropy = pi.entropy().mean()
         total = -policy_objective + hp.vf_coef * value_loss - hp.ent_coef * entropy
         stats = {
@@ -233,13 +188,13 @@ class PPO:
         }
         return total, stats
 
-    def gradient_step(self, params, opt_state, minibatch: Batch, meta_params, hp: HyperParams):
+    def gradient_step(self, params, opt_state, minibatch: Batch, hp: HyperParams, meta_params):
         """One optimiser step on one minibatch: (params, opt_state, loss statistics)."""
-        grads, stats = jax.grad(self.loss, has_aux=True)(params, minibatch, meta_params, hp)
+        grads, stats = jax.grad(self.loss, has_aux=True)(params, minibatch, hp, meta_params)
         updates, opt_state = self.optimizer(hp).update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, stats
 
-    def learn(self, state: RunnerState, batch: Batch, meta_params, hp: HyperParams):
+    def learn(self, state: RunnerState, batch: Batch, hp: HyperParams, meta_params):
         """`update_epochs` passes over the batch in shuffled minibatches; with one minibatch, each epoch is the
         whole batch in order (a shuffle could not change its mean loss). A recurrent network's batch is
         sequences [T, N, ...], shuffled along axis 1; any other's is samples [T * N, ...], shuffled along axis 0."""
@@ -247,7 +202,7 @@ class PPO:
         sample_axis = 1 if self.network.recurrent else 0
 
         def minibatch_step(carry, minibatch):
-            params, opt_state, stats = self.gradient_step(*carry, minibatch, meta_params, hp)
+            params, opt_state, stats = self.gradient_step(*carry, minibatch, hp, meta_params)
             return (params, opt_state), stats
 
         def minibatches(key):
@@ -275,7 +230,7 @@ class PPO:
         state = state._replace(params=params, opt_state=opt_state, key=key)
         return state, jax.tree.map(jnp.mean, stats)
 
-    def learn_from(self, state: RunnerState, trajectory: Transition, carry, meta_params, hp: HyperParams):
+    def learn_from(self, state: RunnerState, trajectory: Transition, carry, hp: HyperParams, meta_params):
         """Advantages, then `learn`, on a rollout that began from network memory `carry`."""
         values, advantages, targets = self.advantages(state.params, trajectory, carry, hp)
         batch = Batch(carry, trajectory.obs, trajectory.reset, trajectory.action, trajectory.log_prob, values,
@@ -284,55 +239,26 @@ class PPO:
             # axis, not [1, T x N]: the weight gradients then contract one axis, and XLA's CPU runs such dots
             # 1.3-2.5x faster (benchmarks/README.md, "one-sequence minibatches")
             batch = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
-        return self.learn(state, batch, meta_params, hp)
+        return self.learn(state, batch, hp, meta_params)
 
     def update(self, index: jax.Array, state: RunnerState, hp: HyperParams, meta_params) -> RunnerState:
         """One PPO update: rollout, GAE, learning, and metric row `index`."""
         start_carry = state.carry
         state, trajectory = self.rollout(state, hp, meta_params)
-        state, stats = self.learn_from(state, trajectory, start_carry, meta_params, hp)
-
-        ended = trajectory.episode_done.astype(jnp.float32)
-        episodes = ended.sum()
-        mean_over_ended = lambda x: jnp.where(episodes > 0, (x * ended).sum() / jnp.maximum(episodes, 1.0), jnp.nan)  # noqa: E731
+        state, stats = self.learn_from(state, trajectory, start_carry, hp, meta_params)
         row = {
             **stats,
-            "episode_return": mean_over_ended(trajectory.episode_return),
-            "episode_length": mean_over_ended(trajectory.episode_length.astype(jnp.float32)),
-            "episodes": episodes,
+            **loop.episode_row(trajectory.episode_done, trajectory.episode_return, trajectory.episode_length),
             "learning_rate": self.learning_rate(hp, index),
         }
-        metrics = {name: buffer.at[index].set(row[name].astype(jnp.float32)) for name, buffer in state.metrics.items()}
-        return state._replace(metrics=metrics)
-
-    # ------------------------------------------------------------------ loop
-    def run(self, state: RunnerState, hp: HyperParams, meta_params, start, stop) -> RunnerState:
-        """Updates `start` to `stop - 1`. Chunks of one run compose exactly, so runs can checkpoint and resume."""
-        return jax.lax.fori_loop(start, stop, lambda i, s: self.update(i, s, hp, meta_params), state)
-
-    def __call__(self, key: jax.Array, hp: HyperParams, meta_params=None) -> TrainResult:
-        state = self.init(key, hp, meta_params)
-        state = self.run(state, hp, meta_params, 0, self.config.num_updates)
-        return TrainResult(state, state.metrics)
+        return state._replace(metrics=loop.record(state.metrics, index, row))
 
     # ---------------------------------------------------------------- acting
     def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
         """Action for an observation as the agent sees it (after `observe`): greedy without a key, sampled with one.
-
-        For networks without memory (`policy(obs)`), as saved policies are.
-        """
+        For networks without memory (`policy(obs)`), as saved policies are."""
         pi = self.network.apply(params, self.obs_norm.normalize(obs_stats, raw_obs), method="policy")
         return pi.mode() if key is None else pi.sample(key)
-
-
-class FullObservation:
-    """The default `observe` hook: the agent sees the environment's observation unchanged."""
-
-    def shape(self, env_shape: tuple[int, ...]) -> tuple[int, ...]:
-        return env_shape
-
-    def __call__(self, obs: jax.Array, meta_params) -> jax.Array:
-        return obs
 
 
 def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> jax.Array:

@@ -5,7 +5,7 @@ A parallel Q-learner with no replay buffer and no target network: many vectorise
 envs act epsilon-greedily, Q(lambda) returns are computed over the short rollout,
 and a LayerNorm Q-network regresses on them for a few epochs of minibatches, as
 PPO does with its advantages. Read top to bottom: config, state, initialisation,
-rollout, targets, learning, one update (`loop.UpdateLoop` runs them). One update is one metric row;
+rollout, targets, learning, one update (`loop.MinibatchEpochs` runs them). One update is one metric row;
 the run is one `lax` loop, so it jits to one program and vmaps over seeds.
 
 Settings follow the authors' purejaxql configs (CartPole and MinAtar): RAdam with
@@ -29,7 +29,8 @@ import optax
 from purerl import envs
 from purerl.algos import loop, td
 from purerl.algos.shuffle import permutation as random_permutation
-from purerl.config import DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, check_bounds
+from purerl.config import (DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, as_float_arrays, check_bounds,
+                           check_minibatches)
 from purerl.nets.layers import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")
@@ -47,7 +48,7 @@ class PQNHyperParams(NamedTuple):
     reward_scale: Any = 0.1
 
     def as_arrays(self) -> PQNHyperParams:
-        return loop.as_float_arrays(self)
+        return as_float_arrays(self)
 
     def validate(self) -> None:
         check_bounds(self, {"lr": POSITIVE, "gamma": DISCOUNT, "td_lambda": UNIT, "epsilon_start": UNIT,
@@ -72,9 +73,7 @@ class PQNConfig(RolloutShape):
 
     def validate(self) -> None:
         self.check(("total_timesteps",), ("num_envs", "num_steps", "update_epochs", "num_minibatches"))
-        if self.batch_size % self.num_minibatches:
-            raise ConfigError(f"batch of {self.num_envs} envs x {self.num_steps} steps = {self.batch_size} "
-                              f"is not divisible by num-minibatches={self.num_minibatches}")
+        check_minibatches(self)
         if not 0 < self.epsilon_decay <= 1:
             raise ConfigError(f"epsilon-decay must be in (0, 1], got {self.epsilon_decay:g}")
 
@@ -122,23 +121,14 @@ class RunnerState(NamedTuple):
     metrics: dict[str, jax.Array]
 
 
-class PQN(td.QLearner):
+class PQN(td.QLearner, loop.MinibatchEpochs):
     """Built once per static config; calling it runs a whole training run (see `td.QLearner`)."""
 
     layer_norm = True
 
-    @property
-    def steps_per_update(self) -> int:
-        return self.config.update_epochs * self.config.num_minibatches
-
     def optimizer(self, hp: PQNHyperParams) -> optax.GradientTransformation:
         return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm),
                            optax.radam(lambda count: self.learning_rate(hp, count // self.steps_per_update)))
-
-    def learning_rate(self, hp: PQNHyperParams, update_index: jax.Array) -> jax.Array:
-        if not self.config.anneal_lr:
-            return hp.lr * jnp.ones_like(update_index, jnp.float32)
-        return hp.lr * (1.0 - update_index / self.config.num_updates)
 
     def epsilon(self, hp: PQNHyperParams, update_index: jax.Array) -> jax.Array:
         progress = update_index / (self.config.epsilon_decay * self.config.num_updates)
@@ -177,19 +167,19 @@ class PQN(td.QLearner):
                                    hp.gamma, hp.td_lambda)
 
     # ---------------------------------------------------------------- learn
-    def loss(self, params, obs, action, target, meta_params, hp: PQNHyperParams):
+    def loss(self, params, obs, action, target, hp: PQNHyperParams, meta_params):
         q = self.network.apply(params, obs)
         q_taken = jnp.take_along_axis(q, action[:, None], axis=-1)[:, 0]
-        return self.td_loss(q_taken, target, meta_params, hp).mean(), q_taken.mean()
+        return self.td_loss(q_taken, target, hp, meta_params).mean(), q_taken.mean()
 
-    def learn(self, state: RunnerState, obs, action, target, meta_params, hp: PQNHyperParams):
+    def learn(self, state: RunnerState, obs, action, target, hp: PQNHyperParams, meta_params):
         """`update_epochs` passes over the flattened batch in shuffled minibatches."""
         cfg = self.config
         optimizer = self.optimizer(hp)
 
         def minibatch_step(carry, minibatch):
             params, opt_state = carry
-            (loss, q_mean), grads = jax.value_and_grad(self.loss, has_aux=True)(params, *minibatch, meta_params, hp)
+            (loss, q_mean), grads = jax.value_and_grad(self.loss, has_aux=True)(params, *minibatch, hp, meta_params)
             updates, opt_state = optimizer.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state), (loss, q_mean)
 
@@ -214,9 +204,9 @@ class PQN(td.QLearner):
         targets = self.targets(state.params, trajectory, hp)
         flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
         state, loss, q_mean = self.learn(state, flat(trajectory.obs), flat(trajectory.action), flat(targets),
-                                         meta_params, hp)
+                                         hp, meta_params)
         row = {
-            **td.episode_row(trajectory.episode_done, trajectory.episode_return, trajectory.episode_length),
+            **loop.episode_row(trajectory.episode_done, trajectory.episode_return, trajectory.episode_length),
             "td_loss": loss,
             "q_value": q_mean,
             "epsilon": epsilon,

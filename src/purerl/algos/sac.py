@@ -25,9 +25,9 @@ import jax.numpy as jnp
 import optax
 
 from purerl import envs
-from purerl.algos import loop, offpolicy
+from purerl.algos import offpolicy
 from purerl.algos.offpolicy import OffPolicyActorCritic, OffPolicyConfig, RunnerState, Transition, polyak
-from purerl.config import DISCOUNT, NON_NEGATIVE, POSITIVE, Preset, check_bounds
+from purerl.config import DISCOUNT, NON_NEGATIVE, POSITIVE, Preset, as_float_arrays, check_bounds
 from purerl.nets.distributions import DiagGaussian
 from purerl.nets.qnets import QNetwork
 
@@ -44,7 +44,7 @@ class SACHyperParams(NamedTuple):
     alpha: Any = 0.2  # the fixed temperature when autotune is off
 
     def as_arrays(self) -> SACHyperParams:
-        return loop.as_float_arrays(self)
+        return as_float_arrays(self)
 
     def validate(self) -> None:
         check_bounds(self, {"lr": POSITIVE, "q_lr": POSITIVE, "gamma": DISCOUNT, "tau": (0.0, 1.0, "in (0, 1]"),

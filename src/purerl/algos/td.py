@@ -5,7 +5,7 @@ value is dropped only after a real termination, so a time-limit truncation
 bootstraps from the episode's final observation; any ended episode stops a
 multi-step (lambda) return from reaching into the next episode.
 
-A TD loss is a hook `td_loss(q, target, meta_params, hp) -> per-sample loss`,
+A TD loss is a hook `td_loss(q, target, hp, meta_params) -> per-sample loss`,
 the value-based counterpart of PPO's `value_loss`: meta-evolution can replace it
 with a learned function of (q - target) the way it learns PPO's value loss.
 """
@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from purerl import envs
-from purerl.algos.loop import UpdateLoop, check_config
+from purerl.algos.loop import UpdateLoop
 from purerl.config import ConfigError
 from purerl.nets.qnets import QNetwork
 
@@ -62,7 +62,7 @@ def q_lambda_targets(rewards, next_values, terminated, done, gamma, td_lambda) -
     return returns
 
 
-def l2(q, target, meta_params, hp) -> jax.Array:
+def l2(q, target, hp, meta_params) -> jax.Array:
     """0.5 (q - target)^2, the DQN/PQN loss."""
     return 0.5 * jnp.square(q - target)
 
@@ -75,21 +75,6 @@ def discrete_only(algorithm: str, env_name: str, discrete: bool) -> None:
         raise ConfigError(f"{algorithm} needs discrete actions; {env_name} has continuous ones")
 
 
-def episode_row(episode_done, episode_return, episode_length) -> dict[str, jax.Array]:
-    """Mean return and length of the episodes that ended in an update (NaN if none), and how many ended."""
-    ended = episode_done.astype(jnp.float32)
-    episodes = ended.sum()
-
-    def mean_over_ended(x):
-        return jnp.where(episodes > 0, (x * ended).sum() / jnp.maximum(episodes, 1.0), jnp.nan)
-
-    return {
-        "episode_return": mean_over_ended(episode_return),
-        "episode_length": mean_over_ended(episode_length.astype(jnp.float32)),
-        "episodes": episodes,
-    }
-
-
 class QLearner(UpdateLoop):
     """What DQN and PQN share: a discrete-action env, a Q-network, the TD-loss hook, greedy acting.
 
@@ -99,10 +84,7 @@ class QLearner(UpdateLoop):
     layer_norm = False  # PQN's Q-network normalises every hidden layer
 
     def __init__(self, config, env: envs.Env | None = None, td_loss=l2):
-        check_config(config, type(self).__name__)
-        config.validate()
-        self.config = config
-        self.env = env if env is not None else envs.make(config.env)
+        super().__init__(config, env)
         if not self.env.action_space.discrete:
             raise ConfigError(f"{type(self).__name__} needs discrete actions; {config.env} has continuous ones")
         self.td_loss = td_loss

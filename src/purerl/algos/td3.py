@@ -23,9 +23,9 @@ import jax.numpy as jnp
 import optax
 
 from purerl import envs
-from purerl.algos import loop, offpolicy
+from purerl.algos import offpolicy
 from purerl.algos.offpolicy import OffPolicyActorCritic, OffPolicyConfig, RunnerState, Transition, polyak
-from purerl.config import DISCOUNT, NON_NEGATIVE, POSITIVE, Preset, check_bounds
+from purerl.config import DISCOUNT, NON_NEGATIVE, POSITIVE, Preset, as_float_arrays, check_bounds
 from purerl.nets.qnets import QNetwork
 
 
@@ -41,7 +41,7 @@ class TD3HyperParams(NamedTuple):
     noise_clip: Any = 0.5
 
     def as_arrays(self) -> TD3HyperParams:
-        return loop.as_float_arrays(self)
+        return as_float_arrays(self)
 
     def validate(self) -> None:
         check_bounds(self, {"lr": POSITIVE, "q_lr": POSITIVE, "gamma": DISCOUNT, "tau": (0.0, 1.0, "in (0, 1]"),

@@ -127,7 +127,7 @@ def floor_analysis(train, keys, hps, config, devices: int, run_s: float) -> dict
     sample = lambda x: jax.ShapeDtypeStruct((config.minibatch_size,) + x.shape[2:], x.dtype)  # noqa: E731
     minibatch = Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),
                       *(sample(trajectory.log_prob) for _ in range(4)))
-    gradient_flops = flops(lambda p, o, b, h: train.gradient_step(p, o, b, None, h)[:2], state.params,
+    gradient_flops = flops(lambda p, o, b, h: train.gradient_step(p, o, b, h, None)[:2], state.params,
                            state.opt_state, minibatch, hp)
     per_member = (step_flops * config.num_steps + advantage_flops
                   + gradient_flops * config.update_epochs * config.num_minibatches)

@@ -188,7 +188,7 @@ class CoinGameMeta(Env):
         memory = jax.tree.map(lambda buffer, x: buffer.at[state.t].set(x), state.memory, step)
         opponent = jax.lax.cond(
             inner_end,
-            lambda o: self.opponent.learn_from(o, memory, (), None, self.opponent_hp)[0],
+            lambda o: self.opponent.learn_from(o, memory, (), self.opponent_hp, None)[0],
             lambda o: o,
             state.opponent,
         )

@@ -138,7 +138,7 @@ def make_self_play_train(game: str, settings: Settings, decay: float | None = No
         return agents._replace(reward_stats=reward_stats), trajectory, opponent_rewards
 
     def learn(agent: RunnerState, trajectory: Transition):
-        return ppo.learn_from(agent, trajectory, agent.carry, None, hp)[0]
+        return ppo.learn_from(agent, trajectory, agent.carry, hp, None)[0]
 
     def init(key: jax.Array) -> SelfPlayRun:
         agent_keys = jax.random.split(key, 3)

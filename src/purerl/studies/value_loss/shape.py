@@ -24,7 +24,7 @@ PROBE_TARGETS = (5.0, 20.0, 50.0, 90.0)  # CartPole returns-to-go seen during tr
 
 def loss_of_value(meta_params, target: float):
     """L(v) = learned loss at a fixed target t, as a scalar function of the value v."""
-    return lambda v: learned_value_loss(v, v, jnp.asarray(target), meta_params, None)
+    return lambda v: learned_value_loss(v, v, jnp.asarray(target), None, meta_params)
 
 
 def shape_numbers(meta_params, targets=PROBE_TARGETS, error_sizes=ERROR_SIZES, max_error: float = 30.0) -> dict:
