@@ -125,6 +125,7 @@ class RunnerState(NamedTuple):
 class PQN(td.QLearner):
     """Built once per static config; calling it runs a whole training run (see `td.QLearner`)."""
 
+    hyperparams = PQNHyperParams
     layer_norm = True
 
     @property

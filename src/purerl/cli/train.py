@@ -55,13 +55,18 @@ MAX_EPISODES = 2**20  # episodes per member in one evaluation: beyond it only a 
 
 
 def add_eval(sub) -> None:
-    evaluate = sub.add_parser("eval", help="evaluate the greedy policy of a run")
+    evaluate = sub.add_parser("eval", help="evaluate the policy of every member of a run, greedy or sampled")
     evaluate.add_argument("run_dir", type=path)
+    evaluate.add_argument("--policy", choices=["greedy", "sample"], default="greedy",
+                          help="greedy: the most likely action (the mean, the argmax of Q); sample: the policy's own "
+                               "sampling (PPO and SAC their distribution, TD3 its exploration noise, DQN and PQN "
+                               "epsilon-greedy at --epsilon-finish), drawn from --seed")
     evaluate.add_argument("--episodes", type=at_most(MAX_EPISODES), default=100,
-                          help=f"greedy episodes per member (at most {MAX_EPISODES:,})")
-    evaluate.add_argument("--seed", type=seed, default=12345)
+                          help=f"episodes per member (at most {MAX_EPISODES:,})")
+    evaluate.add_argument("--seed", type=seed, default=12345, help="the episodes' (and the sampled actions') seed")
     evaluate.add_argument("--gif", type=path, nargs="?", const=Path("episode.gif"),
-                          help="save an animation of one episode of member 0 (default RUN/episode.gif)")
+                          help="save an animation of one episode of member 0, played the same way "
+                               "(default RUN/episode.gif)")
     evaluate.set_defaults(run=cmd_eval)
 
 
@@ -258,24 +263,31 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         default = gif.resolve() == (args.run_dir / "episode.gif").resolve() and rundir.marked(args.run_dir)
         results.check_replaceable(gif, "--gif", own=lambda path: default or results.written_by_purerl(path))
+    sample = args.policy == "sample"
     key = jax.random.PRNGKey(args.seed)
-    returns = jax.jit(jax.vmap(lambda p, s: evaluate(train, p, s, key, args.episodes)))(state.params, state.obs_stats)
+    hps = members.hyperparams.as_arrays()  # an exploration policy reads the member's own (DQN's final epsilon)
+    returns = jax.jit(jax.vmap(lambda p, s, h: evaluate(train, p, s, key, args.episodes, sample, h)))(
+        state.params, state.obs_stats, hps)
     returns = np.asarray(returns)  # [members, episodes]
     per_member = returns.mean(axis=1)
+    mode = "sampled" if sample else "greedy"
     report = {
+        "policy": args.policy,
+        "seed": args.seed,
         "episodes": args.episodes,
-        "greedy_return_by_member": {members.label(i): float(v) for i, v in enumerate(per_member)},
-        "greedy_return": stats.summarize(per_member),
+        f"{mode}_return_by_member": {members.label(i): float(v) for i, v in enumerate(per_member)},
+        f"{mode}_return": stats.summarize(per_member),
     }
-    from purerl.results import write_atomic
+    from purerl.results import json_safe, write_atomic
 
-    write_atomic(args.run_dir / "eval.json", json.dumps(report, indent=2))
-    s = report["greedy_return"]
-    print(f"greedy return over {args.episodes} episodes x {len(members)} members: mean {s['mean']:.2f}, "
-          f"IQM {stats.describe(s, digits=2)}")
+    write_atomic(args.run_dir / "eval.json", json.dumps(json_safe(report), indent=2))
+    s = report[f"{mode}_return"]
+    print(f"{mode} return over {args.episodes} episodes x {len(members)} members (seed {args.seed}): "
+          f"mean {s['mean']:.2f}, IQM {stats.describe(s, digits=2)}")
     if gif is not None:
         pick = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
-        render_gif(Policy(train, pick(state.params), pick(state.obs_stats), members.label(0)), gif)
+        policy = Policy(train, pick(state.params), pick(state.obs_stats), members.label(0), pick(hps))
+        _, steps, total = render_gif(policy, gif, key, sample)
         results.mark_written(gif)  # a later `eval --gif` may replace it
-        print(f"saved {gif}")
+        print(f"saved {gif} ({members.label(0)}, {mode}: {steps} steps, return {total:.2f})")
     return 0
