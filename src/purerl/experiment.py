@@ -128,14 +128,17 @@ def run(
     checkpoint_every_s: float = 60.0,
     stop_after_chunks: int | None = None,
     log: list[str] | None = None,
+    wandb_flags: dict[str, str | None] | None = None,
 ) -> dict[str, Any] | None:
     """Train every member, writing the run directory. Returns the summary (None if stopped early).
 
+    `wandb_flags` holds `--log wandb`'s project, entity, group and tags (`loggers.wandb_settings`).
     `stop_after_chunks` ends the process's work early, as a kill would, for tests.
     """
     out = Path(out)
     members = spec.validate()
     loggers.check(log or [])
+    wandb = loggers.wandb_settings(out, len(members), **(wandb_flags or {})) if "wandb" in (log or []) else None
     config_json = spec.to_json()
     resumed = rundir.prepare(out, config_json, resume, overwrite)
     train = spec.build()
@@ -153,7 +156,8 @@ def run(
     meta_params = spec.meta_params()
     steps_per_update = cfg.batch_size  # per member: the progress bar, like the plots, counts one agent's steps
     chunk_log = loggers.ChunkLogger(log if writer and log else [], out, [members.label(i) for i in range(n)],
-                                    members.groups(), steps_per_update, config_json)
+                                    members.groups(), steps_per_update, config_json, wandb)
+    clock: dict[str, float] = {}  # run_chunks' timing, kept current chunk by chunk: the loggers' speed series
     try:  # the logger is closed however training ends (a SIGINT's StopRequested included)
         with TrainingBar(progress and writer, cfg.num_updates * steps_per_update, n) as bar:
             compile_start = time.perf_counter()
@@ -164,13 +168,14 @@ def run(
                 returns = placement.get(state.metrics["episode_return"][:, start:stop], n)
                 bar.advance(steps_per_update * stop, returns)
                 if log:  # every process joins the gather; only the writer's logger has backends
-                    chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], state.metrics), n))
+                    chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], state.metrics), n),
+                                    clock)
 
             finished = run_chunks(run_fn, state, placement, n, cfg.num_updates, shared=(hps, meta_params),
                                   checkpoint_dir=out / results.CHECKPOINT, resume=resumed,
                                   chunk=chunk_updates or max(1, math.ceil(cfg.num_updates / 25)),
                                   checkpoint_every_s=checkpoint_every_s, stop_after_chunks=stop_after_chunks,
-                                  on_chunk=advance_bar)
+                                  on_chunk=advance_bar, clock=clock)
         chunk_log.close_in_background()  # W&B's finish overlaps the outputs below
         if finished is None:
             return None

@@ -30,6 +30,13 @@ def add_train(sub) -> None:
                        help="checkpoint at most this often (and always at the end, and on SIGINT/SIGTERM)")
     train.add_argument("--log", action="append", choices=["tensorboard", "wandb"], default=[],
                        help="also log every member and the aggregate once per chunk (repeatable)")
+    wandb = train.add_argument_group("--log wandb: one W&B run per member, grouped by experiment (each flag's "
+                                     "default is W&B's variable, WANDB_PROJECT ...)")
+    wandb.add_argument("--wandb-project", metavar="NAME", help="W&B project (WANDB_PROJECT)")
+    wandb.add_argument("--wandb-entity", metavar="NAME", help="W&B user or team (WANDB_ENTITY)")
+    wandb.add_argument("--wandb-group", metavar="NAME",
+                       help="W&B group of the members' runs (WANDB_RUN_GROUP, else the run directory's name)")
+    wandb.add_argument("--wandb-tags", metavar="A,B", help="comma-separated W&B tags (WANDB_TAGS)")
     train.add_argument("--config", type=path, metavar="RUN/config.json",
                        help="rerun exactly the experiment recorded there; other flags replace single fields")
 
@@ -129,11 +136,16 @@ def members_in_flags(args: argparse.Namespace) -> int:
 
 
 # Flags that say how this session runs, not what it trains: `--resume` with no others continues the run as recorded.
+WANDB_FLAGS = ("project", "entity", "group", "tags")
 SESSION_FLAGS = {"out", "resume", "no_progress", "checkpoint_every", "log", "coordinator", "num_processes",
-                 "process_id"}
+                 "process_id", *(f"wandb_{name}" for name in WANDB_FLAGS)}
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    wandb_flags = {name: getattr(args, f"wandb_{name}") for name in WANDB_FLAGS}
+    given = [name for name, value in wandb_flags.items() if value is not None]
+    if given and "wandb" not in args.log:
+        raise ConfigError(f"--wandb-{given[0]} needs --log wandb")
     join_processes(args)
     from purerl import experiment, host_devices, rerun
 
@@ -153,6 +165,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = experiment.run(
         spec, out, resume=args.resume, overwrite=args.overwrite,
         progress=not args.no_progress, checkpoint_every_s=args.checkpoint_every, log=args.log,
+        wandb_flags=wandb_flags,
     )
     if is_writer():
         print_summary(out, summary)
