@@ -60,17 +60,22 @@ def test_tensorboard_gets_window_means_and_a_resumed_session_replaces_what_follo
     monkeypatch.setattr(loggers, "TENSORBOARD_POINTS", 3)
     config = {"config": {"total_timesteps": 70}}  # 7 updates of 10 steps: windows of 3 updates
 
-    def session(start, returns):
+    def session(start, returns, run_s):
         chunk_logger = loggers.ChunkLogger(["tensorboard"], tmp_path, ["seed=0"], {"default": [0]}, 10, config)
-        chunk_logger.write(start, {"episode_return": np.array([returns])})
+        chunk_logger.write(start, {"episode_return": np.array([returns])}, {"chunk_s": 2.0, "run_s": run_s})
         chunk_logger.close()
 
-    session(0, [np.nan, 2.0, 4.0, 1.0, 1.0, 1.0, 5.0])
+    def wall_time():
+        return read_scalars(tmp_path / loggers.TENSORBOARD_DIR / loggers.TIME)["time/wall_s"]
+
+    session(0, [np.nan, 2.0, 4.0, 1.0, 1.0, 1.0, 5.0], run_s=7.0)
     first = read_scalars(tmp_path / loggers.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
     assert first == [(30, 3.0), (60, 1.0), (70, 5.0)]  # NaN skipped; the last window is shorter
-    session(4, [7.0, 8.0, 9.0])  # resumed from the checkpoint after update 4: its steps start at 50
+    assert wall_time() == [(70, 7.0)]
+    session(4, [7.0, 8.0, 9.0], run_s=9.0)  # resumed from the checkpoint after update 4: its steps start at 50
     resumed = read_scalars(tmp_path / loggers.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
     assert resumed == [(30, 3.0), (70, 8.0)]
+    assert wall_time() == [(70, 9.0)]  # the speed series too drops what followed the checkpoint
 
 
 def test_wandb_logs_offline_without_a_network(tmp_path, monkeypatch):

@@ -101,9 +101,6 @@ def load(run_dir: str | Path, member: int = 0) -> Policy:
                   pick(members.hyperparams.as_arrays()))
 
 
-POLICIES = ("greedy", "sample")  # `purerl eval --policy`
-
-
 def evaluate(train, params, obs_stats, key: jax.Array, episodes: int, sample: bool = False, hp=None) -> jax.Array:
     """Returns of `episodes` episodes played side by side (one env each): the greedy policy, or with `sample`
     the policy's own sampling (`actor`), its actions drawn from `key` too, so a seed fixes every number."""
@@ -184,9 +181,6 @@ def render_gif(policy: Policy, path: Path, key: jax.Array, sample: bool = False)
         if _classic_control(env.gymnax_env):
             _write_gif(_gym_frames(env.gymnax_env, env.params, states, returns), tmp)
         else:
-            import matplotlib
-
-            matplotlib.use("Agg")  # never a window, whatever the display
             from gymnax.visualize import Visualizer
 
             Visualizer(env.gymnax_env, env.params, states, returns).animate(str(tmp))
