@@ -229,7 +229,7 @@ def _gym_frames(gymnax_env, params, states, returns):
 
 def _write_gif(frames, path: Path) -> None:
     """Every frame in the first one's palette: a classic-control scene keeps its few colours throughout, and
-    mapping to a palette is about 25x faster than the adaptive quantisation PIL runs per frame by default."""
+    mapping to a palette costs a fraction of the adaptive quantisation PIL runs per frame by default."""
     from PIL import Image
 
     palette = next(frames).quantize(method=Image.Quantize.FASTOCTREE)
