@@ -1,5 +1,6 @@
 """CLI: bad input is one line and exit code 2 before anything is compiled or written."""
 
+import csv
 import json
 import os
 import subprocess
@@ -62,6 +63,11 @@ def test_end_to_end_run_directory_eval_and_load(capsys, tmp_path):
     header = (out / "metrics.csv").read_text().splitlines()[0].split(",")
     assert header[:2] == ["update", "env_steps"] and "episode_return[seed=1]" in header
     assert len((out / "metrics.csv").read_text().splitlines()) == 1 + 1024 // 128
+    with open(out / "metrics.csv", newline="") as f:  # every metric per member too, its mean column unchanged
+        rows = list(csv.DictReader(f))
+    for name in ("value_loss", "policy_loss", "entropy", "approx_kl"):
+        per_member = np.array([[float(row[f"{name}[seed={i}]"]) for i in range(2)] for row in rows])
+        np.testing.assert_allclose(per_member.mean(axis=1), [float(row[f"{name}_mean"]) for row in rows], rtol=2e-5)
 
     # Re-running into the same directory needs --resume or --overwrite; a different run is refused.
     code, _, err = run_cli(capsys, "train", "--out", str(out), "--seeds", "2", *SMALL)
@@ -89,7 +95,8 @@ def test_resume_after_interruption_equals_uninterrupted_run(tmp_path):
     assert resumed["resumed_from_update"] == 3
     assert resumed["final_return_by_member"] == full["final_return_by_member"]
     full_csv = (tmp_path / "full" / "metrics.csv").read_text()
-    assert (tmp_path / "cut" / "metrics.csv").read_text() == full_csv
+    assert (tmp_path / "cut" / "metrics.csv").read_text() == full_csv  # per-member losses too, each update once
+    assert "value_loss[seed=1]" in full_csv.splitlines()[0] and len(full_csv.splitlines()) == 1 + 1024 // 128
 
 
 def test_console_script_runs_in_a_fresh_process(tmp_path):

@@ -143,7 +143,10 @@ def test_eval_gif_renders_a_whole_episode(capsys, monkeypatch, tmp_path, env):
     with monkeypatch.context() as without_pygame:
         without_pygame.setitem(sys.modules, "pygame", None)
         code, err = outcome(capsys, ["eval", str(out), "--episodes", "1", "--gif"])
-    assert code == 2 and err == "purerl: error: --gif needs pygame; install it with pip install 'purerl[render]'\n"
+    if env == "Breakout-MinAtar":  # drawn by gymnax's matplotlib visualiser: pygame draws classic control only
+        assert code == 0, err
+    else:
+        assert code == 2 and err == "purerl: error: --gif needs pygame; install it with pip install 'purerl[render]'\n"
     assert main(["eval", str(out), "--episodes", "1", "--gif"]) == 0
     from PIL import Image
 

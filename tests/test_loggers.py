@@ -60,17 +60,22 @@ def test_tensorboard_gets_window_means_and_a_resumed_session_replaces_what_follo
     monkeypatch.setattr(loggers, "TENSORBOARD_POINTS", 3)
     config = {"config": {"total_timesteps": 70}}  # 7 updates of 10 steps: windows of 3 updates
 
-    def session(start, returns):
+    def session(start, returns, run_s):
         chunk_logger = loggers.ChunkLogger(["tensorboard"], tmp_path, ["seed=0"], {"default": [0]}, 10, config)
-        chunk_logger.write(start, {"episode_return": np.array([returns])})
+        chunk_logger.write(start, {"episode_return": np.array([returns])}, {"chunk_s": 2.0, "run_s": run_s})
         chunk_logger.close()
 
-    session(0, [np.nan, 2.0, 4.0, 1.0, 1.0, 1.0, 5.0])
+    def wall_time():
+        return read_scalars(tmp_path / loggers.TENSORBOARD_DIR / loggers.TIME)["time/wall_s"]
+
+    session(0, [np.nan, 2.0, 4.0, 1.0, 1.0, 1.0, 5.0], run_s=7.0)
     first = read_scalars(tmp_path / loggers.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
     assert first == [(30, 3.0), (60, 1.0), (70, 5.0)]  # NaN skipped; the last window is shorter
-    session(4, [7.0, 8.0, 9.0])  # resumed from the checkpoint after update 4: its steps start at 50
+    assert wall_time() == [(70, 7.0)]
+    session(4, [7.0, 8.0, 9.0], run_s=9.0)  # resumed from the checkpoint after update 4: its steps start at 50
     resumed = read_scalars(tmp_path / loggers.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
     assert resumed == [(30, 3.0), (70, 8.0)]
+    assert wall_time() == [(70, 9.0)]  # the speed series too drops what followed the checkpoint
 
 
 def test_wandb_logs_offline_without_a_network(tmp_path, monkeypatch):
@@ -80,12 +85,41 @@ def test_wandb_logs_offline_without_a_network(tmp_path, monkeypatch):
     out = tmp_path / "run"
     assert main(["train", "--out", str(out), "--seeds", "2", "--log", "wandb", *SMALL]) == 0
     offline = list((out / loggers.WANDB_DIR).glob("offline-run-*/run-*.wandb"))
-    assert len(offline) == 1 and offline[0].stat().st_size > 0
+    assert len(offline) == 2 and all(path.stat().st_size > 0 for path in offline)  # one run per member
 
 
-def test_wandb_gets_window_means_within_its_point_budget(tmp_path, monkeypatch):
-    wandb = pytest.importorskip("wandb")
-    sent, logged = io.BytesIO(), []
+class FakeWandB:
+    """`wandb.init` replaced: each run it opens, with its keyword arguments and what it logs."""
+
+    def __init__(self):
+        self.runs = []
+
+    def init(self, **kwargs):
+        run = FakeWandB.Run(kwargs)
+        self.runs.append(run)
+        return run
+
+    class Run:
+        def __init__(self, kwargs):
+            self.kwargs, self.logged, self.finished = kwargs, [], False
+
+        def define_metric(self, *args, **kwargs):
+            pass
+
+        def log(self, data):
+            self.logged.append(data)
+
+        def finish(self):
+            self.finished = True
+
+
+def replay_into_fake_wandb(monkeypatch, out, write, labels, groups, config, settings=None):
+    """What the trainer's `ChunkLogger` sends W&B's process (`write(chunk_logger)`), served by `wandb_process`
+    to a fake `wandb` module: no W&B install and no network needed. Returns the fake runs."""
+    import sys
+    import types
+
+    sent = io.BytesIO()
 
     class Pipe(io.BytesIO):
         def close(self):
@@ -98,39 +132,107 @@ def test_wandb_gets_window_means_within_its_point_budget(tmp_path, monkeypatch):
         def wait(self):
             return 0
 
-    class FakeRun:
-        def define_metric(self, *args, **kwargs):
-            pass
-
-        def log(self, data):
-            logged.append(data)
-
-        def finish(self):
-            logged.append("finished")
-
     monkeypatch.setattr(loggers.subprocess, "Popen", FakeProcess)
-    monkeypatch.setattr(loggers, "WANDB_POINTS", 3)
-    config = {"config": {"total_timesteps": 70}}  # 7 updates of 10 steps: windows of 3, 3 and the last 1
-    chunk_logger = loggers.ChunkLogger(["wandb"], tmp_path, ["seed=0"], {"default": [0]}, 10, config)
-    returns = np.array([[np.nan, 2.0, 4.0, 1.0, 1.0, 1.0, 5.0]])
-    chunk_logger.write(0, {"episode_return": returns[:, :4], "value_loss": np.arange(4.0)[None]})
-    chunk_logger.write(4, {"episode_return": returns[:, 4:], "value_loss": np.arange(4.0, 7.0)[None]})
+    out.mkdir(exist_ok=True)
+    chunk_logger = loggers.ChunkLogger(["wandb"], out, labels, groups, 10, config, settings)
+    write(chunk_logger)
     chunk_logger.close()
+    fake = FakeWandB()
+    module = types.SimpleNamespace(init=fake.init, Settings=lambda **kwargs: kwargs)
+    monkeypatch.setitem(sys.modules, "wandb", module)
     monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setattr(wandb, "init", lambda **kwargs: FakeRun())
     sent.seek(0)
     wandb_process.serve(sent)
-    assert logged.pop() == "finished"
-    assert [point["env_steps"] for point in logged] == [30, 60, 70]
-    assert [point["default/seed=0/episode_return"] for point in logged] == [3.0, 1.0, 5.0]  # NaN skipped
-    assert [point["default/seed=0/value_loss"] for point in logged] == [1.0, 4.0, 6.0]  # across the chunk edge
-    assert logged[0]["default/aggregate/episode_return_iqm"] == 3.0
+    return fake.runs
+
+
+def test_wandb_gets_window_means_within_its_point_budget(monkeypatch, tmp_path):
+    monkeypatch.setattr(loggers, "WANDB_POINTS", 3)
+    config = {"config": {"total_timesteps": 70}}  # 7 updates of 10 steps: windows of 3, 3 and the last 1
+    returns = np.array([[np.nan, 2.0, 4.0, 1.0, 1.0, 1.0, 5.0]])
+
+    def write(chunk_logger):
+        chunk_logger.write(0, {"episode_return": returns[:, :4], "value_loss": np.arange(4.0)[None]})
+        chunk_logger.write(4, {"episode_return": returns[:, 4:], "value_loss": np.arange(4.0, 7.0)[None]})
+
+    [run] = replay_into_fake_wandb(monkeypatch, tmp_path, write, ["seed=0"], {"default": [0]}, config)
+    assert run.finished
+    assert [point["env_steps"] for point in run.logged] == [30, 60, 70]
+    assert [point["episode_return"] for point in run.logged] == [3.0, 1.0, 5.0]  # NaN skipped
+    assert [point["value_loss"] for point in run.logged] == [1.0, 4.0, 6.0]  # across the chunk edge
+
+
+def test_wandb_opens_one_run_per_member_grouped_by_experiment(monkeypatch, tmp_path):
+    for name in loggers.WANDB_ENV.values():
+        monkeypatch.delenv(name, raising=False)
+    labels = ["lr=0.001,seed=0", "lr=0.001,seed=1", "lr=0.003,seed=0", "lr=0.003,seed=1"]
+    groups = {"lr=0.001": [0, 1], "lr=0.003": [2, 3]}
+    config = {"config": {"total_timesteps": 20}, "hyperparams": {"lr": 0.001, "gamma": 0.99}}
+    metrics = {"episode_return": np.arange(8.0).reshape(4, 2), "value_loss": np.ones((4, 2))}
+
+    def write(chunk_logger):
+        chunk_logger.write(0, metrics, {"chunk_s": 2.0, "run_s": 5.0})
+
+    runs = replay_into_fake_wandb(monkeypatch, tmp_path / "exp-1", write, labels, groups, config)
+    assert [run.kwargs["name"] for run in runs] == [f"exp-1/{label}" for label in labels]
+    assert {run.kwargs["group"] for run in runs} == {"exp-1"}  # the experiment: its run directory's name
+    assert [run.kwargs["job_type"] for run in runs] == ["lr=0.001", "lr=0.001", "lr=0.003", "lr=0.003"]
+    assert [(run.kwargs["config"]["hyperparams"]["lr"], run.kwargs["config"]["seed"]) for run in runs] == [
+        (0.001, 0), (0.001, 1), (0.003, 0), (0.003, 1)]
+    assert runs[0].kwargs["config"]["hyperparams"]["gamma"] == 0.99
+    assert all(run.kwargs["project"] is None and run.kwargs["tags"] is None for run in runs)  # W&B's own default
+    third = [point for point in runs[2].logged if "episode_return" in point]
+    assert third == [{"env_steps": 10, "episode_return": 4.0, "value_loss": 1.0},
+                     {"env_steps": 20, "episode_return": 5.0, "value_loss": 1.0}]  # no aggregate: W&B groups
+    speed = [point for point in runs[2].logged if "time/env_steps_per_s" in point]
+    assert speed == [{"env_steps": 20, "time/env_steps_per_s": 4 * 2 * 10 / 2.0, "time/wall_s": 5.0}]
+
+
+def test_wandb_flags_and_variables(monkeypatch, tmp_path):
+    monkeypatch.setenv("WANDB_PROJECT", "from-env")
+    monkeypatch.setenv("WANDB_RUN_GROUP", "env-group")
+    monkeypatch.setenv("WANDB_TAGS", "a,b")
+    monkeypatch.delenv("WANDB_ENTITY", raising=False)
+    out = tmp_path / "exp"
+    assert loggers.wandb_settings(out, 2) == {"project": "from-env", "entity": None, "group": "env-group",
+                                              "tags": ["a", "b"]}
+    assert loggers.wandb_settings(out, 2, project="p", entity="team", group="g", tags="x, y") == {
+        "project": "p", "entity": "team", "group": "g", "tags": ["x", "y"]}
+    monkeypatch.delenv("WANDB_RUN_GROUP")
+    assert loggers.wandb_settings(out, 2)["group"] == "exp"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--wandb-project", "p"], "--wandb-project needs --log wandb"),
+    (["--log", "wandb", "--wandb-project", "a/b"], "--wandb-project 'a/b' cannot contain /"),
+    (["--log", "wandb", "--wandb-tags", "ok," + "t" * 65], "--wandb-tags must be comma-separated tags of 1 to 64"),
+    (["--log", "wandb", "--wandb-group", ""], "--wandb-group must be 1 to 128 characters"),
+    (["--log", "wandb", "--seeds", "257"], "one W&B run per member: at most 256, got 257 members"),
+])
+def test_bad_wandb_input_is_one_line_exit_2_before_anything_is_written(capsys, tmp_path, monkeypatch, argv, message):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "wandb" else real(name, *a))
+    out = tmp_path / "run"
+    code, _, err = run_cli(capsys, "train", "--out", out, *argv, *SMALL)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_tensorboard_has_speed_and_wall_time_series(logged_run):
+    series = read_scalars(logged_run / loggers.TENSORBOARD_DIR / loggers.TIME)
+    assert set(series) == {"time/env_steps_per_s", "time/wall_s"}
+    speed, wall = series["time/env_steps_per_s"], series["time/wall_s"]
+    assert [step for step, _ in speed] == [step for step, _ in wall] == [128 * (i + 1) for i in range(8)]
+    assert all(value > 0 for _, value in speed)  # 2 x 2 members' steps per second of each chunk
+    assert all(b > a > 0 for (_, a), (_, b) in zip(wall, wall[1:]))  # seconds trained so far
 
 
 def test_a_failed_wandb_process_is_reported_not_ignored(tmp_path, monkeypatch):
     pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "no-such-mode")  # wandb.init rejects it, in W&B's process
-    chunk_logger = loggers.ChunkLogger(["wandb"], tmp_path, ["seed=0"], {"default": [0]}, 10, {})
+    chunk_logger = loggers.ChunkLogger(["wandb"], tmp_path, ["seed=0"], {"default": [0]}, 10, {"hyperparams": {}})
     chunk_logger.write(0, {"episode_return": np.ones((1, 3))})
     with pytest.raises(RuntimeError, match="W&B's logging process"):
         chunk_logger.close()

@@ -112,8 +112,31 @@ def test_a_band_only_from_ten_seeds_and_single_seeds_below(two_runs):
     plt.close(figure)
 
 
-def test_a_metric_that_averages_the_seeds_is_one_line_per_run(two_runs):
+def test_a_loss_is_drawn_per_seed_and_grid_setting_like_the_return(two_runs):
     figure = _figure(two_runs, "value_loss")
+    assert len(figure.axes[0].lines) == (1 + 3) + 2 * (1 + 2)  # each IQM line and its seeds' thin lines
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == [
+        "num_envs=4, lr=0.00025 (n=3, no CI)", "num_envs=8, lr=0.001 (n=2, no CI)", "num_envs=8, lr=0.003 (n=2, no CI)"]
+    plt.close(figure)
+
+
+def test_a_metric_that_averages_the_seeds_is_one_line_per_run(two_runs, tmp_path):
+    """Runs written before metrics.csv kept each member's losses hold only their mean."""
+    import csv
+    import shutil
+
+    older = []
+    for run in two_runs:
+        copy = tmp_path / run.name
+        copy.mkdir()
+        shutil.copy(run / "config.json", copy)
+        with open(run / "metrics.csv", newline="") as f:
+            rows = list(csv.reader(f))
+        keep = [i for i, name in enumerate(rows[0]) if "[" not in name or name.startswith("episode_return[")]
+        with open(copy / "metrics.csv", "w", newline="") as f:
+            csv.writer(f).writerows([[row[i] for i in keep] for row in rows])
+        older.append(copy)
+    figure = _figure(older, "value_loss")
     assert len(figure.axes[0].lines) == 2 and not figure.axes[0].collections
     assert [t.get_text() for t in figure.legends[0].get_texts()] == [
         "num_envs=4, lr=0.00025 (mean over seeds)", "num_envs=8, lr=0.001|0.003 (mean over seeds)"]

@@ -107,7 +107,7 @@ class Toy(loop.UpdateLoop):
         return state._replace(params=optax.apply_updates(state.params, updates), opt_state=opt_state,
                               env_state=env_state, obs=obs, key=key, metrics=metrics)
 
-    def act(self, params, obs_stats, raw_obs, key=None):
+    def act(self, params, obs_stats, raw_obs, key=None, hp=None):
         logits = self.policy.apply(params, raw_obs)
         return jnp.argmax(logits, axis=-1) if key is None else jax.random.categorical(key, logits)
 

@@ -122,6 +122,8 @@ class RunnerState(NamedTuple):
 class DQN(td.QLearner):
     """Built once per static config; calling it runs a whole training run (see `td.QLearner`)."""
 
+    hyperparams = DQNHyperParams
+
     def optimizer(self, hp: DQNHyperParams) -> optax.GradientTransformation:
         return optax.adam(lambda count: self.learning_rate(hp, count))
 

@@ -168,10 +168,11 @@ class OffPolicyActorCritic(loop.UpdateLoop):
                            obs=obs, obs_stats=None, key=key,
                            metrics=loop.metric_buffers(EPISODE_METRICS + self.LEARN_METRICS, cfg.num_updates))
 
-    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
-        """The env action: the deterministic policy without a key, the exploration policy with one."""
+    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None, hp=None) -> jax.Array:
+        """The env action: the deterministic policy without a key, the exploration policy with one (at the
+        member's hyperparameters `hp`, or the defaults)."""
         action = (self.deterministic(params, raw_obs) if key is None
-                  else self.explore(params, raw_obs, key, self.hyperparams().as_arrays()))
+                  else self.explore(params, raw_obs, key, hp if hp is not None else self.hyperparams().as_arrays()))
         return self.to_env(action)
 
     # -------------------------------------------------------------- one step

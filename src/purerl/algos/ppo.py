@@ -254,11 +254,20 @@ class PPO(loop.MinibatchEpochs):
         return state._replace(metrics=loop.record(state.metrics, index, row))
 
     # ---------------------------------------------------------------- acting
-    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
-        """Action for an observation as the agent sees it (after `observe`): greedy without a key, sampled with one.
-        For networks without memory (`policy(obs)`), as saved policies are."""
+    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None, hp=None) -> jax.Array:
+        """Action for an observation as the agent sees it (after `observe`): greedy without a key, sampled with one
+        (`hp` is unused: the policy's distribution is all it samples from).
+
+        For networks without memory (`policy(obs)`); `act_step` serves every network.
+        """
         pi = self.network.apply(params, self.obs_norm.normalize(obs_stats, raw_obs), method="policy")
         return pi.mode() if key is None else pi.sample(key)
+
+    def act_step(self, params, obs_stats, carry, raw_obs: jax.Array, reset: jax.Array, key: jax.Array | None = None):
+        """`(carry, action)` for a batch of observations, through the network's memory as the rollout acts: the
+        memory is zeroed where `reset` marks an observation that begins an episode. Greedy without a key."""
+        carry, pi = self.network.apply(params, carry, self.obs_norm.normalize(obs_stats, raw_obs), reset, method="step")
+        return carry, pi.mode() if key is None else pi.sample(key)
 
 
 def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> jax.Array:

@@ -124,6 +124,7 @@ class RunnerState(NamedTuple):
 class PQN(td.QLearner, loop.MinibatchEpochs):
     """Built once per static config; calling it runs a whole training run (see `td.QLearner`)."""
 
+    hyperparams = PQNHyperParams
     layer_norm = True
 
     def optimizer(self, hp: PQNHyperParams) -> optax.GradientTransformation:

@@ -82,6 +82,7 @@ class QLearner(UpdateLoop):
     """
 
     layer_norm = False  # PQN's Q-network normalises every hidden layer
+    hyperparams: type  # the traced hyperparameter class, whose defaults a sampled `act` without `hp` uses
 
     def __init__(self, config, env: envs.Env | None = None, td_loss=l2):
         super().__init__(config, env)
@@ -91,6 +92,10 @@ class QLearner(UpdateLoop):
         self.network = QNetwork(self.env.action_space.num_actions, tuple(config.hidden_sizes), config.activation,
                                 layer_norm=self.layer_norm)
 
-    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None) -> jax.Array:
-        """The greedy action (a value-based policy evaluates greedily; `key` is accepted and unused)."""
-        return jnp.argmax(self.network.apply(params, raw_obs), axis=-1)
+    def act(self, params, obs_stats, raw_obs: jax.Array, key: jax.Array | None = None, hp=None) -> jax.Array:
+        """The greedy action; with a key, epsilon-greedy at the final epsilon (`hp.epsilon_finish`, the defaults'
+        without `hp`): the policy as it acted when exploration ended, as SB3's `predict(deterministic=False)`."""
+        q_values = self.network.apply(params, raw_obs)
+        if key is None:
+            return jnp.argmax(q_values, axis=-1)
+        return epsilon_greedy(key, q_values, (hp if hp is not None else self.hyperparams()).epsilon_finish)

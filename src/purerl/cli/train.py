@@ -36,6 +36,13 @@ def add_train(sub) -> None:
                        help="checkpoint at most this often (and always at the end, and on SIGINT/SIGTERM)")
     train.add_argument("--log", action="append", choices=["tensorboard", "wandb"], default=[],
                        help="also log every member and the aggregate once per chunk (repeatable)")
+    wandb = train.add_argument_group("--log wandb: one W&B run per member, grouped by experiment (each flag's "
+                                     "default is W&B's variable, WANDB_PROJECT ...)")
+    wandb.add_argument("--wandb-project", metavar="NAME", help="W&B project (WANDB_PROJECT)")
+    wandb.add_argument("--wandb-entity", metavar="NAME", help="W&B user or team (WANDB_ENTITY)")
+    wandb.add_argument("--wandb-group", metavar="NAME",
+                       help="W&B group of the members' runs (WANDB_RUN_GROUP, else the run directory's name)")
+    wandb.add_argument("--wandb-tags", metavar="A,B", help="comma-separated W&B tags (WANDB_TAGS)")
     train.add_argument("--config", type=path, metavar="RUN/config.json",
                        help="rerun exactly the experiment recorded there; other flags replace single fields")
 
@@ -61,13 +68,18 @@ MAX_EPISODES = 2**20  # episodes per member in one evaluation: beyond it only a 
 
 
 def add_eval(sub) -> None:
-    evaluate = sub.add_parser("eval", help="evaluate the greedy policy of a run")
+    evaluate = sub.add_parser("eval", help="evaluate the policy of every member of a run, greedy or sampled")
     evaluate.add_argument("run_dir", type=path)
+    evaluate.add_argument("--policy", choices=["greedy", "sample"], default="greedy",
+                          help="greedy: the most likely action (the mean, the argmax of Q); sample: the policy's own "
+                               "sampling (PPO and SAC their distribution, TD3 its exploration noise, DQN and PQN "
+                               "epsilon-greedy at --epsilon-finish), drawn from --seed")
     evaluate.add_argument("--episodes", type=at_most(MAX_EPISODES), default=100,
-                          help=f"greedy episodes per member (at most {MAX_EPISODES:,})")
-    evaluate.add_argument("--seed", type=seed, default=12345)
+                          help=f"episodes per member (at most {MAX_EPISODES:,})")
+    evaluate.add_argument("--seed", type=seed, default=12345, help="the episodes' (and the sampled actions') seed")
     evaluate.add_argument("--gif", type=path, nargs="?", const=Path(DEFAULT_GIF),
-                          help="save an animation of one episode of member 0 (default RUN/episode.gif)")
+                          help="save an animation of one episode of member 0, played the same way "
+                               "(default RUN/episode.gif)")
     evaluate.set_defaults(run=cmd_eval)
 
 
@@ -101,11 +113,16 @@ def members_in_flags(args: argparse.Namespace) -> int:
 
 
 # Flags that say how this session runs, not what it trains: `--resume` with no others continues the run as recorded.
+WANDB_FLAGS = ("project", "entity", "group", "tags")
 SESSION_FLAGS = {"out", "resume", "no_progress", "checkpoint_every", "log", "coordinator", "num_processes",
-                 "process_id"}
+                 "process_id", *(f"wandb_{name}" for name in WANDB_FLAGS)}
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    wandb_flags = {name: getattr(args, f"wandb_{name}") for name in WANDB_FLAGS}
+    given = [name for name, value in wandb_flags.items() if value is not None]
+    if given and "wandb" not in args.log:
+        raise ConfigError(f"--wandb-{given[0]} needs --log wandb")
     join_processes(args)
     from purerl.run import experiment, rerun
     from purerl.runtime import host_devices
@@ -126,6 +143,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = experiment.run(
         spec, out, resume=args.resume, overwrite=args.overwrite,
         progress=not args.no_progress, checkpoint_every_s=args.checkpoint_every, log=args.log,
+        wandb_flags=wandb_flags,
     )
     if is_writer():
         print_summary(out, summary)
@@ -236,24 +254,32 @@ def cmd_eval(args: argparse.Namespace) -> int:
         check_gif(gif, train.env)
         default = gif.resolve() == (args.run_dir / DEFAULT_GIF).resolve() and rundir.marked(args.run_dir)
         files.check_replaceable(gif, "--gif", own=lambda path: default or files.written_by_purerl(path))
+    sample = args.policy == "sample"
     key = jax.random.PRNGKey(args.seed)
-    returns = jax.jit(jax.vmap(lambda p, s: evaluate(train, p, s, key, args.episodes)))(state.params, state.obs_stats)
+    hps = members.hyperparams.as_arrays()  # an exploration policy reads the member's own (DQN's final epsilon)
+    returns = jax.jit(jax.vmap(lambda p, s, h: evaluate(train, p, s, key, args.episodes, sample, h)))(
+        state.params, state.obs_stats, hps)
     returns = np.asarray(returns)  # [members, episodes]
     per_member = returns.mean(axis=1)
+    mode = "sampled" if sample else "greedy"
     report = {
+        "policy": args.policy,
+        "seed": args.seed,
         "episodes": args.episodes,
-        "greedy_return_by_member": {members.label(i): float(v) for i, v in enumerate(per_member)},
-        "greedy_return": stats.summarize(per_member),
+        f"{mode}_return_by_member": {members.label(i): float(v) for i, v in enumerate(per_member)},
+        f"{mode}_return": stats.summarize(per_member),
     }
     from purerl.run.files import write_atomic
+    from purerl.run.results import json_safe
 
-    write_atomic(args.run_dir / EVAL_REPORT, json.dumps(report, indent=2))
-    s = report["greedy_return"]
-    print(f"greedy return over {args.episodes} episodes x {len(members)} members: mean {s['mean']:.2f}, "
-          f"IQM {stats.describe(s, digits=2)}")
+    write_atomic(args.run_dir / EVAL_REPORT, json.dumps(json_safe(report), indent=2))
+    s = report[f"{mode}_return"]
+    print(f"{mode} return over {args.episodes} episodes x {len(members)} members (seed {args.seed}): "
+          f"mean {s['mean']:.2f}, IQM {stats.describe(s, digits=2)}")
     if gif is not None:
         pick = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
-        render_gif(Policy(train, pick(state.params), pick(state.obs_stats), members.label(0)), gif)
+        policy = Policy(train, pick(state.params), pick(state.obs_stats), members.label(0), pick(hps))
+        _, steps, total = render_gif(policy, gif, key, sample)
         files.mark_written(gif)  # a later `eval --gif` may replace it
-        print(f"saved {gif}")
+        print(f"saved {gif} ({members.label(0)}, {mode}: {steps} steps, return {total:.2f})")
     return 0

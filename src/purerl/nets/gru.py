@@ -71,8 +71,8 @@ class GRUActorCritic(nn.Module):
         return self._value(h)
 
     def policy(self, obs):
-        """What `purerl eval` and `purerl.load` act with; a recurrent agent needs its memory instead."""
-        raise ConfigError("a recurrent (--network gru) run acts from its memory; eval and load need --network mlp")
+        """A memoryless action, which a recurrent agent has not: it acts through `step`."""
+        raise ConfigError("a recurrent (--network gru) policy acts from its memory: use Policy.step(carry, obs, reset)")
 
     def _policy(self, h):
         head = self.actor(h)

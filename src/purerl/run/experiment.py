@@ -200,6 +200,7 @@ def run(
     log: list[str] | None = None,
     train=None,
     meta_params=None,
+    wandb_flags: dict[str, str | None] | None = None,
 ) -> dict[str, Any] | None:
     """Train every member, writing the run directory. Returns the summary (None if a test cut it short:
     `stopping.cut_after`).
@@ -207,10 +208,12 @@ def run(
     `purerl train` and `purerl.train` both run this. The command line builds the train function from the spec;
     `purerl.train` passes its own as `train` (with its `meta_params`), which the spec describes.
     `resume="auto"` continues a run in `out` if there is one, else starts it.
+    `wandb_flags` holds `--log wandb`'s project, entity, group and tags (`loggers.wandb_settings`).
     """
     out = Path(out)
     members = spec.validate(train)
     loggers.check(log or [])
+    wandb = loggers.wandb_settings(out, len(members), **(wandb_flags or {})) if "wandb" in (log or []) else None
     config_json = spec.to_json()
     resumed = rundir.prepare(out, config_json, resume, overwrite)
     if train is None:
@@ -228,7 +231,8 @@ def run(
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
     steps_per_update = cfg.batch_size  # per member: the progress bar, like the plots, counts one agent's steps
     chunk_log = loggers.ChunkLogger(log if writer and log else [], out, [members.label(i) for i in range(n)],
-                                    members.groups(), steps_per_update, config_json)
+                                    members.groups(), steps_per_update, config_json, wandb)
+    clock: dict[str, float] = {}  # run_chunks' timing, kept current chunk by chunk: the loggers' speed series
     try:  # the logger is closed however training ends (a SIGINT's StopRequested included)
         with TrainingBar(progress and writer, cfg.num_updates * steps_per_update, n) as bar:
             compile_start = time.perf_counter()
@@ -239,12 +243,13 @@ def run(
                 returns = placement.get(state.metrics["episode_return"][:, start:stop], n)
                 bar.advance(steps_per_update * stop, returns)
                 if log:  # every process joins the gather; only the writer's logger has backends
-                    chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], state.metrics), n))
+                    chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], state.metrics), n),
+                                    clock)
 
             finished = run_chunks(run_fn, state, placement, n, cfg.num_updates, shared=(hps, meta_params),
                                   checkpoint_dir=out / rundir.CHECKPOINT, resume=resumed,
                                   chunk=chunk_updates or max(1, math.ceil(cfg.num_updates / 25)),
-                                  checkpoint_every_s=checkpoint_every_s, on_chunk=advance_bar)
+                                  checkpoint_every_s=checkpoint_every_s, on_chunk=advance_bar, clock=clock)
         chunk_log.close_in_background()  # W&B's finish overlaps the outputs below
         if finished is None:
             return None

@@ -4,10 +4,13 @@ The compiled program already keeps one metric row per update in a preallocated b
 logging never reaches into it with a per-step callback: after each chunk the host hands the
 chunk's rows to `ChunkLogger.write`. Every member (seed x grid setting) is its own series,
 next to an aggregate per setting (mean of each metric over the setting's seeds, and the IQM
-of the episode return). The x axis is env steps per member, as in curves.png and metrics.csv.
+of the episode return) where the backend does not aggregate itself (W&B groups runs). The x axis
+is env steps per member, as in curves.png and metrics.csv.
 Each backend gets at most its `max_points` per series, as means over windows of consecutive updates
 (`Windows`): past that many, its charts show a sample anyway, and every point costs the training CPU.
-metrics.csv keeps every update.
+metrics.csv keeps every update. Once per chunk each backend also gets the speed (`time/env_steps_per_s`,
+all members' env steps over the chunk's seconds) and `time/wall_s`, the seconds trained so far over
+every session (summary.json's `run_s`: compiles and checkpoint saves excluded).
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ TENSORBOARD_DIR = "tensorboard"
 TENSORBOARD_POINTS = 1000  # TensorBoard keeps 1,000 points per scalar series by default (a reservoir sample)
 MAX_QUEUED = 3  # tasks the writer thread may hold: W&B's opening can outlast the compile by a chunk or two
 WANDB_POINTS = 250  # W&B's charts draw at most 1,000-1,500 points, and each `run.log` is an IPC round trip
+WANDB_MAX_RUNS = 256  # one W&B run per member, each opened in about 0.2 s of W&B's process, before its first point
+TIME = "time"  # the TensorBoard run (and tag prefix) of the speed series
+# W&B's own variables, which a flag's absence leaves in charge (wandb.init reads them the same way)
+WANDB_ENV = {"project": "WANDB_PROJECT", "entity": "WANDB_ENTITY", "group": "WANDB_RUN_GROUP", "tags": "WANDB_TAGS"}
 
 
 def check(kinds: list[str]) -> None:
@@ -48,11 +55,41 @@ def check(kinds: list[str]) -> None:
             raise ConfigError(f"--log {kind} needs {module}: pip install 'purerl[{extra}]'")
 
 
+def wandb_settings(out: Path, members: int, project: str | None = None, entity: str | None = None,
+                   group: str | None = None, tags: str | None = None) -> dict:
+    """The W&B project, entity, group and tags of a run's W&B runs, one per member: each flag given, else W&B's
+    variable for it (`WANDB_ENV`); the group defaults to the experiment, the run directory's name, so a
+    member's runs sit together as W&B groups seeds. Checked here, in one line, before anything compiles."""
+    given = {"project": project, "entity": entity, "group": group, "tags": tags}
+    values = {name: value if value is not None else os.environ.get(WANDB_ENV[name]) for name, value in given.items()}
+    where = {name: f"--wandb-{name}" if given[name] is not None else WANDB_ENV[name] for name in given}
+    if members > WANDB_MAX_RUNS:
+        raise ConfigError(f"--log wandb makes one W&B run per member: at most {WANDB_MAX_RUNS}, got {members:,} "
+                          "members (--log tensorboard takes any number)")
+    for name in ("project", "entity", "group"):
+        value = values[name]
+        if value is not None and not (0 < len(value.strip()) <= 128):
+            raise ConfigError(f"{where[name]} must be 1 to 128 characters, got {value!r:.140}")
+    bad = sorted(set("/\\#?%:") & set(values["project"] or ""))
+    if bad:
+        raise ConfigError(f"{where['project']} {values['project']!r} cannot contain {' '.join(bad)} (W&B's rule)")
+    tag_list = [tag.strip() for tag in (values["tags"] or "").split(",")] if values["tags"] is not None else None
+    if tag_list is not None and not all(0 < len(tag) <= 64 for tag in tag_list):
+        raise ConfigError(f"{where['tags']} must be comma-separated tags of 1 to 64 characters each, got "
+                          f"{values['tags']!r:.140}")
+    return {"project": values["project"], "entity": values["entity"], "group": values["group"] or Path(out).name,
+            "tags": tag_list}
+
+
 class ChunkLogger:
-    """Fans one chunk of metrics out to every chosen backend (none: `write` does nothing)."""
+    """Fans one chunk of metrics out to every chosen backend (none: `write` does nothing).
+
+    `wandb` is W&B's project, entity, group and tags (`wandb_settings`; by default from W&B's variables)."""
 
     def __init__(self, kinds: list[str], out: Path, labels: list[str], groups: dict[str, list[int]],
-                 steps_per_update: int, config: dict):
+                 steps_per_update: int, config: dict, wandb: dict | None = None):
+        if "wandb" in kinds and wandb is None:
+            wandb = wandb_settings(out, len(labels))
         self.labels, self.groups, self.steps_per_update = labels, groups, steps_per_update
         total_timesteps = config.get("config", {}).get("total_timesteps")
         self.num_updates = total_timesteps // steps_per_update if total_timesteps else None
@@ -61,34 +98,47 @@ class ChunkLogger:
         # One background thread opens the backends (W&B starts a service: seconds, overlapped with the compile),
         # then writes each chunk while the next one computes (XLA releases the GIL), in chunk order.
         self.worker = ThreadPoolExecutor(max_workers=1) if kinds else None
-        self.queued = deque([self.worker.submit(self._open, Path(out), config)] if kinds else [])
+        self.queued = deque([self.worker.submit(self._open, Path(out), config, wandb)] if kinds else [])
 
-    def _open(self, out: Path, config: dict) -> None:
-        self.backends = [_BACKENDS[kind](out, config, self.num_updates) for kind in self.kinds]
+    def _open(self, out: Path, config: dict, wandb: dict | None) -> None:
+        def backend(kind: str):
+            extra = (self.labels, wandb) if kind == "wandb" else ()  # W&B opens a run per member
+            return _BACKENDS[kind](out, config, self.num_updates, *extra)
+
+        self.backends = [backend(kind) for kind in self.kinds]
         self.windows = [Windows(self.num_updates, getattr(backend, "max_points", None)) for backend in self.backends]
 
-    def write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
-        """`metrics[name]` is [members, updates] (host arrays) for updates start, start+1, ... of this chunk."""
+    def write(self, start: int, metrics: dict[str, np.ndarray], clock: dict | None = None) -> None:
+        """`metrics[name]` is [members, updates] (host arrays) for updates start, start+1, ... of this chunk;
+        `clock` is `population.run_chunks`' timing (this chunk's `chunk_s`, `run_s` so far), for the speed."""
         if not self.kinds:
             return
+        speed = None
+        if clock is not None and clock.get("chunk_s", 0) > 0:
+            updates = next(iter(metrics.values())).shape[1]
+            speed = {"env_steps_per_s": updates * self.steps_per_update * len(self.labels) / clock["chunk_s"],
+                     "wall_s": clock["run_s"]}
         self._settle(MAX_QUEUED - 1)
-        self.queued.append(self.worker.submit(self._write, start, metrics))
+        self.queued.append(self.worker.submit(self._write, start, metrics, speed))
 
     def _settle(self, keep: int) -> None:
         """Wait until at most `keep` tasks are queued; the errors of the tasks waited for surface here."""
         while len(self.queued) > keep:
             self.queued.popleft().result()
 
-    def _write(self, start: int, metrics: dict[str, np.ndarray]) -> None:
+    def _write(self, start: int, metrics: dict[str, np.ndarray], speed: dict | None) -> None:
         num_updates = next(iter(metrics.values())).shape[1]
         steps = (start + 1 + np.arange(num_updates)) * self.steps_per_update
         if self.first_step is None:
             self.first_step = int(steps[0])
-        series = {key: {name: values[i] for name, values in metrics.items()} for i, key in enumerate(self.series)}
-        for setting, members in self.groups.items():
-            series[(setting, "aggregate")] = _aggregate({name: values[members] for name, values in metrics.items()})
+        members = {key: {name: values[i] for name, values in metrics.items()} for i, key in enumerate(self.series)}
+        series = dict(members)
+        for setting, indices in self.groups.items():
+            series[(setting, "aggregate")] = _aggregate({name: values[indices] for name, values in metrics.items()})
         for backend, windows in zip(self.backends, self.windows):
-            self._send(backend, *windows.add(steps, series))
+            self._send(backend, *windows.add(steps, series if getattr(backend, "aggregates", True) else members))
+            if speed is not None:
+                backend.write_time(int(steps[-1]), speed, self.first_step)
 
     def _send(self, backend, steps: np.ndarray, series: dict) -> None:
         """Per series and point, the finite values only: an update in which no episode ended has no return."""
@@ -206,6 +256,16 @@ class TensorBoard:
                 writer.write_event(Event(wall_time=time.time(), step=step, summary=Summary(value=values)))
         self.flush()
 
+    def write_time(self, step: int, speed: dict, first_step: int) -> None:
+        """The run's speed, once per chunk, in a TensorBoard run of its own (RUN/tensorboard/time)."""
+        Event, Summary = self.event_pb2.Event, self.summary_pb2.Summary
+        if self.purge_step is None:
+            self.purge_step = first_step
+        values = [Summary.Value(tag=f"{TIME}/{name}", simple_value=value) for name, value in speed.items()]
+        writer = self._writer(TIME, "")
+        writer.write_event(Event(wall_time=time.time(), step=step, summary=Summary(value=values)))
+        writer.flush()
+
     def _writer(self, setting: str, series: str):
         if (setting, series) not in self.writers:
             from tensorboardX.event_file_writer import EventsWriter
@@ -233,25 +293,33 @@ class TensorBoard:
 
 
 class WandB:
-    """One W&B run per purerl run (its config attached), with a series per member and per setting aggregate.
+    """One W&B run per member, grouped by experiment (`wandb_settings`), its config the run's config.json and
+    its member (label, setting, seed); a member's series under the metric's own name, and the speed series.
 
-    W&B itself runs in its own process (`wandb_process`): its import and `wandb.init` (about 0.7 s of CPU)
-    then use the core the trainer leaves idle while it compiles, and its calls never hold the trainer's GIL.
-    Each `run.log` is a round trip to W&B's service whose cost grows with the keys, so W&B gets at most
-    `WANDB_POINTS` window means per series. Without a network connection it logs offline into RUN/wandb
+    W&B groups the runs itself (mean and spread over a group's seeds), so it gets no aggregate series. W&B
+    runs in its own process (`wandb_process`): its import and `wandb.init` (about 0.7 s of CPU, then about
+    0.2 s a run) use the core the trainer leaves idle while it compiles, and its calls never hold the
+    trainer's GIL. Each `run.log` is a round trip to W&B's service whose cost grows with the keys, so W&B gets
+    at most `WANDB_POINTS` window means per series. Without a network connection it logs offline into RUN/wandb
     (`wandb sync` uploads it later); WANDB_MODE, when set, decides instead.
     """
 
-    def __init__(self, out: Path, config: dict, num_updates: int | None):
+    aggregates = False
+
+    def __init__(self, out: Path, config: dict, num_updates: int | None, labels: list[str], settings: dict):
         # -P: the script's folder (purerl's modules) stays off sys.path; a new session: a Ctrl-C meant for the
-        # trainer does not kill it, and it finishes the W&B run when the trainer closes its input
+        # trainer does not kill it, and it finishes the W&B runs when the trainer closes its input
         self.process = subprocess.Popen([sys.executable, "-P", str(Path(__file__).with_name("wandb_process.py"))],
                                         stdin=subprocess.PIPE, start_new_session=True)
         self.max_points = WANDB_POINTS
-        self._send({"out": str(out), "config": config})
+        members = [{"series": _member_series(label), "config": _member_config(config, label)} for label in labels]
+        self._send({"out": str(out), "members": members, **settings})
 
     def write(self, steps: list[int], points: dict, first_step: int) -> None:
-        self._send((steps, points))
+        self._send(("points", steps, points))
+
+    def write_time(self, step: int, speed: dict, first_step: int) -> None:
+        self._send(("time", step, {f"{TIME}/{name}": value for name, value in speed.items()}))
 
     def _send(self, message) -> None:
         try:
@@ -267,6 +335,16 @@ class WandB:
             pass
         if self.process.wait() != 0:
             raise RuntimeError(f"W&B's logging process failed (exit {self.process.returncode}); its error is above")
+
+
+def _member_config(config: dict, label: str) -> dict:
+    """The run's config.json as one member trained it: its seed, and its grid values among the hyperparameters
+    (so W&B can group or filter by `hyperparams.lr`)."""
+    setting, _, seed = label.rpartition(",")
+    values = dict(item.split("=", 1) for item in setting.split(",") if item)
+    hyperparams = {**config.get("hyperparams", {}), **{name: float(value) for name, value in values.items()}}
+    return {**config, "hyperparams": hyperparams, "member": label, "setting": setting or "default",
+            "seed": int(seed.removeprefix("seed="))}
 
 
 _BACKENDS = {"tensorboard": TensorBoard, "wandb": WandB}

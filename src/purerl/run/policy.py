@@ -1,4 +1,4 @@
-"""Trained policies from a run directory: act in Python, evaluate greedily, render a GIF."""
+"""Trained policies from a run directory: act in Python, evaluate greedily or by sampling, render a GIF."""
 
 from __future__ import annotations
 
@@ -18,17 +18,21 @@ class Policy:
     """A trained member of a run. `policy(obs)` is the greedy action; `policy.sample(key, obs)` samples.
 
     Observations are raw environment observations (any leading batch axes); the
-    run's observation normaliser is applied inside.
+    run's observation normaliser is applied inside. A recurrent (`--network gru`) policy acts from its
+    memory: `carry, action = policy.step(carry, obs, reset, key=None)` from `policy.initial_carry(n)`.
     """
 
-    def __init__(self, train, params, obs_stats, label: str):
+    def __init__(self, train, params, obs_stats, label: str, hp=None):
         self.train = train
         self.env = train.env
         self.params = params
         self.obs_stats = obs_stats
         self.label = label
-        self._greedy = jax.jit(lambda obs: train.act(params, obs_stats, self._flat(obs)))
-        self._sample = jax.jit(lambda key, obs: train.act(params, obs_stats, self._flat(obs), key))
+        self.hp = hp  # the member's hyperparameters: an exploration policy (DQN's epsilon, TD3's noise) reads them
+        self.initial_carry, act = actor(train, params, obs_stats, hp)
+        self._greedy = jax.jit(lambda obs: train.act(params, obs_stats, self._flat(obs), None, hp))
+        self._sample = jax.jit(lambda key, obs: train.act(params, obs_stats, self._flat(obs), key, hp))
+        self._step = jax.jit(lambda carry, obs, reset, key: act(carry, self._flat(obs), reset, key))
 
     def _flat(self, obs):
         obs = jnp.asarray(obs, jnp.float32)
@@ -40,6 +44,25 @@ class Policy:
 
     def sample(self, key: jax.Array, obs) -> np.ndarray:
         return np.asarray(self._sample(key, obs))
+
+    def step(self, carry, obs, reset, key: jax.Array | None = None):
+        """`(carry, action)` for a batch `obs` [n, ...]: greedy without a key; `reset` [n] marks observations that
+        begin an episode (the memory is zeroed there first, as in training)."""
+        return self._step(carry, obs, jnp.asarray(reset, bool), key)
+
+
+def actor(train, params, obs_stats, hp=None):
+    """The policy as `(initial_carry, step)`: `initial_carry(n)` is the memory of n fresh episodes and
+    `step(carry, obs, reset, key) -> (carry, action)` acts on a batch, greedily when `key` is None.
+
+    PPO acts through its network's sequence contract as its rollout does, so a recurrent network carries its
+    memory and zeroes it where `reset` marks an episode's first observation; the other algorithms have no
+    memory (`()`) and sample through `act` with the member's hyperparameters `hp`.
+    """
+    if hasattr(train, "act_step"):
+        return (train.network.initial_carry,
+                lambda carry, obs, reset, key: train.act_step(params, obs_stats, carry, obs, reset, key))
+    return lambda n: (), lambda carry, obs, reset, key: ((), train.act(params, obs_stats, obs, key, hp))
 
 
 def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
@@ -74,29 +97,47 @@ def load(run_dir: str | Path, member: int = 0) -> Policy:
     if not 0 <= member < len(members):
         raise ConfigError(f"member must be in [0, {len(members) - 1}], got {member}")
     pick = lambda tree: jax.tree.map(lambda x: x[member], tree)  # noqa: E731
-    return Policy(train, pick(state.params), pick(state.obs_stats), members.label(member))
+    return Policy(train, pick(state.params), pick(state.obs_stats), members.label(member),
+                  pick(members.hyperparams.as_arrays()))
 
 
-def evaluate(train, params, obs_stats, key: jax.Array, episodes: int) -> jax.Array:
-    """Returns of `episodes` greedy episodes run in parallel (one per env instance)."""
+def evaluate(train, params, obs_stats, key: jax.Array, episodes: int, sample: bool = False, hp=None) -> jax.Array:
+    """Returns of `episodes` episodes played side by side (one env each): the greedy policy, or with `sample`
+    the policy's own sampling (`actor`), its actions drawn from `key` too, so a seed fixes every number."""
+    return play(train, params, obs_stats, key, episodes, sample, hp)[0]
+
+
+def play(train, params, obs_stats, key: jax.Array, episodes: int, sample: bool = False, hp=None, record: bool = False):
+    """(returns [episodes], record): each episode runs in its own env for the task's time limit, and only
+    its first episode counts. `record` keeps, per step, the env states before it, the rewards, and whether
+    the episode was still running ([steps, episodes] leaves), for `render_gif`; otherwise it is None."""
     env = train.env
+    initial_carry, act = actor(train, params, obs_stats, hp)
+    reset_keys, keys = jax.vmap(jax.random.split, out_axes=1)(jax.random.split(key, episodes))
+    step_keys = jax.vmap(lambda k: jax.random.split(k, env.max_episode_steps), out_axes=1)(keys)  # [steps, episodes]
+    action_keys = jax.random.split(jax.random.fold_in(key, 1), env.max_episode_steps)
 
-    def one_episode(key):
-        reset_key, key = jax.random.split(key)
-        obs, env_state = env.reset(reset_key)
+    def step(carry, keys):
+        obs, reset, memory, env_state, total, alive = carry
+        step_keys, action_key = keys
+        memory, action = act(memory, obs, reset, action_key if sample else None)
+        next_state, ts = env.step_batch(step_keys, env_state, action)
+        total = total + jnp.where(alive, ts.reward, 0.0)
+        kept = (env_state, ts.reward, alive) if record else None
+        return (ts.obs, ts.done, memory, next_state, total, alive & ~ts.done), kept
 
-        def step(carry, step_key):
-            obs, env_state, total, alive = carry
-            action = train.act(params, obs_stats, obs)
-            env_state, ts = env.step(step_key, env_state, action)
-            total = total + jnp.where(alive, ts.reward, 0.0)
-            return (ts.obs, env_state, total, alive & ~ts.done), None
+    obs, env_state = env.reset_batch(reset_keys)
+    first = jnp.ones(episodes, bool)  # every episode begins: a recurrent memory starts at zero, as in training
+    carry = (obs, first, initial_carry(episodes), env_state, jnp.zeros(episodes, jnp.float32), first)
+    (_, _, _, _, total, _), kept = jax.lax.scan(step, carry, (step_keys, action_keys))
+    return total, kept
 
-        carry = (obs, env_state, jnp.float32(0.0), jnp.bool_(True))
-        (_, _, total, _), _ = jax.lax.scan(step, carry, jax.random.split(key, env.max_episode_steps))
-        return total
 
-    return jax.vmap(one_episode)(jax.random.split(key, episodes))
+def _classic_control(gymnax_env) -> bool:
+    """Drawn by gymnasium's own renderer (pygame) rather than with matplotlib."""
+    from gymnax.visualize import vis_gym
+
+    return gymnax_env.name in vis_gym.SUPPORTED_GYM_ENVS
 
 
 def check_gif(path: Path, env) -> None:
@@ -108,38 +149,85 @@ def check_gif(path: Path, env) -> None:
     if path.is_dir():
         raise ConfigError(f"--gif {path} is a folder")
     rundir.check_writable(path.parent)
-    missing = [m for m in ("pygame", "gymnax") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ConfigError(f"--gif needs {missing[0]}; install it with pip install 'purerl[render]'")
+    if importlib.util.find_spec("gymnax") is None:
+        raise ConfigError("--gif needs gymnax; install it with pip install 'purerl[render]'")
     if not hasattr(env, "gymnax_env"):
         raise ConfigError(f"--gif draws gymnax tasks with gymnax's visualiser; {env.name} is not one")
+    if _classic_control(env.gymnax_env) and importlib.util.find_spec("pygame") is None:
+        raise ConfigError("--gif needs pygame; install it with pip install 'purerl[render]'")
 
 
-def render_gif(policy: Policy, path: Path, seed: int = 0) -> Path:
-    """Animate one greedy episode with gymnax's visualiser (one frame per state, the return so far on each)."""
-    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no banner on stdout
-    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # no sound device needed (or complained about)
-    try:
-        import pygame  # noqa: F401  (gymnasium's classic-control renderer needs it)
-        from gymnax.visualize import Visualizer
-    except ModuleNotFoundError as error:
-        raise ConfigError(f"--gif needs {error.name}; install it with pip install 'purerl[render]'") from None
+def render_gif(policy: Policy, path: Path, key: jax.Array, sample: bool = False) -> tuple[Path, int, float]:
+    """Animate one episode of `policy`, played as `evaluate` plays (greedy, or sampled from `key`): one frame per
+    state, the return so far on each. Returns (path, steps, return).
+
+    The episode is one compiled scan (`play`); classic-control tasks are drawn by one gymnasium renderer kept
+    for every frame, the other gymnax tasks by gymnax's matplotlib visualiser.
+    """
+    from purerl.envs.wrappers import EpisodeStatsState
 
     env = policy.env
-    gymnax_env = env.gymnax_env
-    keep = getattr(env, "keep", None)  # a masked task (`envs.pomdp`) shows the agent part of the flat observation
-    key = jax.random.PRNGKey(seed)
-    obs, state = gymnax_env.reset(key, env.params)
-    states, rewards = [state], [0.0]
-    for _ in range(env.max_episode_steps):
-        key, step_key = jax.random.split(key)
-        action = policy(np.asarray(obs) if keep is None else keep(np.ravel(obs)))
-        obs, state, reward, terminated, truncated, _ = gymnax_env.step(step_key, state, action, env.params)
-        if bool(terminated) or bool(truncated):
-            break
-        states.append(state)
-        rewards.append(float(reward))
+    _, (states, rewards, alive) = jax.jit(lambda p, s, h: play(policy.train, p, s, key, 1, sample, h, record=True))(
+        policy.params, policy.obs_stats, policy.hp)
+    while isinstance(states, EpisodeStatsState):  # purerl's wrappers keep gymnax's state inside theirs
+        states = states.env_state
+    steps = int(np.asarray(alive)[:, 0].sum())  # the episode ended at step `steps` (or hit the time limit)
+    returns = np.concatenate([[0.0], np.cumsum(np.asarray(rewards)[:steps - 1, 0])])  # before each step
+    host = jax.tree.map(lambda x: np.asarray(x[:steps, 0]), states)
+    states = [jax.tree.map(lambda x: x[t], host) for t in range(steps)]
     path.parent.mkdir(parents=True, exist_ok=True)
     with files.temporary(path) as tmp:
-        Visualizer(gymnax_env, env.params, states, np.cumsum(rewards)).animate(str(tmp))
-    return path
+        if _classic_control(env.gymnax_env):
+            _write_gif(_gym_frames(env.gymnax_env, env.params, states, returns), tmp)
+        else:
+            from gymnax.visualize import Visualizer
+
+            Visualizer(env.gymnax_env, env.params, states, returns).animate(str(tmp))
+    return path, steps, float(np.asarray(rewards)[:steps, 0].sum())
+
+
+FRAME_MS = 50  # 20 frames a second, as gymnax's visualiser shows classic control
+
+
+def _gym_frames(gymnax_env, params, states, returns):
+    """RGB frames from one gymnasium renderer made once. gymnax's visualiser makes (and closes) a gymnasium
+    env per frame, and each one starts pygame again: most of a GIF's time, and, without a display, SDL's
+    complaint about XDG_RUNTIME_DIR on every start. The dummy video driver draws off-screen with no display."""
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no banner on stdout
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # no sound device needed (or complained about)
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # off-screen surfaces only: no display probed
+    try:
+        import gymnasium
+        import pygame  # noqa: F401  (gymnasium's classic-control renderer needs it)
+    except ModuleNotFoundError as error:
+        raise ConfigError(f"--gif needs {error.name}; install it with pip install 'purerl[render]'") from None
+    from gymnax.visualize import vis_gym
+    from PIL import Image, ImageDraw, ImageFont
+
+    name = gymnax_env.name
+    renderer = gymnasium.make(name, render_mode="rgb_array")
+    try:
+        renderer.reset()
+        unwrapped = renderer.unwrapped
+        vis_gym.set_gym_params(unwrapped, name, params)
+        font = ImageFont.load_default(size=18)
+        for t, state in enumerate(states):
+            unwrapped.state = vis_gym.get_gym_state(state, name)
+            if name == "Pendulum-v1":
+                unwrapped.last_u = np.asarray(state.last_u, dtype=np.float64)
+            frame = Image.fromarray(renderer.render())
+            ImageDraw.Draw(frame).text((8, 6), f"{name}  step {t + 1}  return {returns[t]:.2f}", fill=(0, 0, 0),
+                                       font=font)
+            yield frame
+    finally:
+        renderer.close()
+
+
+def _write_gif(frames, path: Path) -> None:
+    """Every frame in the first one's palette: a classic-control scene keeps its few colours throughout, and
+    mapping to a palette costs a fraction of the adaptive quantisation PIL runs per frame by default."""
+    from PIL import Image
+
+    palette = next(frames).quantize(method=Image.Quantize.FASTOCTREE)
+    rest = (frame.quantize(palette=palette, dither=Image.Dither.NONE) for frame in frames)
+    palette.save(path, format="GIF", save_all=True, append_images=rest, duration=FRAME_MS, loop=0)

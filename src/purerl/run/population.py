@@ -224,7 +224,7 @@ def batched(fn, placement: Placement, num_shared_args: int = 0, num_member_args:
 
 def run_chunks(advance, runs, placement: Placement, num_members: int, total: int, shared: tuple = (),
                checkpoint_dir=None, resume: bool = False, chunk: int | None = None, checkpoint_every_s: float = 0.0,
-               on_chunk=None) -> tuple[Any, dict] | None:
+               on_chunk=None, clock: dict | None = None) -> tuple[Any, dict] | None:
     """Drive a member program `advance(runs, *shared, start, stop)` (from `batched` or `one_by_one`) over
     steps 0..total-1 in chunks, with an orbax checkpoint of the members (gathered to the host) at most
     every `checkpoint_every_s` seconds, at the end, and when SIGINT or SIGTERM asks the run to stop
@@ -235,13 +235,15 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
     uninterrupted run gives. `on_chunk(start, stop, runs)` reports progress. Returns (runs, timing):
     compile_s of this process, run_s summed over every session of the run (it travels in the
     checkpoint), and the step this session started from; or None when a test cut the run short
-    (`stopping.cut_after`; it checkpoints first).
+    (`stopping.cut_after`; it checkpoints first). `clock`, when given, is that timing dict, kept
+    current before each `on_chunk`, with `chunk_s`, the last chunk's seconds (the loggers' speed series).
     """
     from purerl.run.checkpoint import Checkpointer, latest_step
     from purerl.run.stopping import StopRequested, cut, graceful_stop
 
     int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    timing = {"compile_s": 0.0, "run_s": 0.0, "first": 0}
+    timing = clock if clock is not None else {}
+    timing.update(compile_s=0.0, run_s=0.0, first=0, chunk_s=0.0)
     checkpointer, done = None, 0
 
     def save():
@@ -275,7 +277,8 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
             stop = min(done + chunk, total)
             tick = time.perf_counter()
             runs = jax.block_until_ready(compiled(runs, *shared, int32(done), int32(stop)))
-            timing["run_s"] += time.perf_counter() - tick
+            timing["chunk_s"] = time.perf_counter() - tick
+            timing["run_s"] += timing["chunk_s"]
             if on_chunk is not None:
                 on_chunk(done, stop, runs)
             done, chunks_done = stop, chunks_done + 1

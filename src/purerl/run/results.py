@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,26 +38,22 @@ def final_returns(episode_return: np.ndarray) -> np.ndarray:
 
 
 def write_metrics_csv(out: Path, metrics: dict[str, np.ndarray], steps_per_update: int, labels: list[str]) -> None:
-    """One row per update: aggregate columns for every metric, per-member return columns."""
+    """One row per update: the mean of every metric over members, the return's IQM, then every metric of every
+    member (`NAME[LABEL]`, the returns first), so the mean columns stay where readers found them. A run resumed
+    from its checkpoint rewrites the whole file from the metric rows the checkpoint holds: no row twice."""
     names = list(metrics)
-    num_updates = metrics[names[0]].shape[0]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    header = ["update", "env_steps"]
-    header += [f"{name}_mean" for name in names]
-    header += ["episode_return_iqm"]
-    header += [f"episode_return[{label}]" for label in labels]
-    writer.writerow(header)
+    per_member = ["episode_return", *(name for name in names if name != "episode_return")]
+    header = ["update", "env_steps", *(f"{name}_mean" for name in names), "episode_return_iqm"]
+    header += [f"{name}[{label}]" for name in per_member for label in labels]
     with warnings.catch_warnings():  # an update in which no member finished an episode is all-NaN
         warnings.simplefilter("ignore", RuntimeWarning)
-        means = {name: np.nanmean(metrics[name], axis=1) for name in names}
+        means = [np.nanmean(metrics[name], axis=1) for name in names]
         iqm = stats.iqm(stats.forward_fill(metrics["episode_return"]), axis=1)
-    for t in range(num_updates):
-        row = [t, (t + 1) * steps_per_update]
-        row += [_fmt(means[name][t]) for name in names]
-        row += [_fmt(iqm[t])]
-        row += [_fmt(v) for v in metrics["episode_return"][t]]
-        writer.writerow(row)
+    values = np.column_stack([*means, iqm, *(metrics[name] for name in per_member)])  # [updates, columns]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(header)
+    writer.writerows([t, (t + 1) * steps_per_update, *map(_fmt, row)] for t, row in enumerate(values.tolist()))
     write_atomic(out / METRICS, buffer.getvalue())
 
 
@@ -69,7 +66,8 @@ def read_member_returns(run_dir: Path) -> np.ndarray:
 
 
 def _fmt(value: float) -> str:
-    return "" if not np.isfinite(value) else f"{float(value):.6g}"
+    """A Python float (`tolist`'s) to 6 significant digits, or "" when not finite; no numpy call per value."""
+    return f"{value:.6g}" if math.isfinite(value) else ""
 
 
 def json_safe(value: Any) -> Any:

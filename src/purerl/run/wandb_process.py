@@ -5,8 +5,9 @@ service. In their own process they use the core that the trainer leaves idle whi
 compiles, and they never hold the trainer's GIL. This file imports only the standard library and
 wandb (not purerl, whose import loads jax), so it starts in a fraction of a second.
 
-It reads pickled messages from stdin: first the run's `dict(out=..., config=...)`, then
-`(steps, points)` per batch of points (`loggers.WandB.write`); end of input finishes the run.
+It reads pickled messages from stdin: first the run's `dict(out, members, project, entity, group, tags)`
+(`loggers.WandB`), which opens one W&B run per member, then `("points", steps, points)` per batch of
+a member's window means and `("time", step, values)` per chunk's speed; end of input finishes the runs.
 Any error ends the process with a traceback on stderr and a nonzero exit, which the trainer reports.
 """
 
@@ -23,27 +24,42 @@ DIRECTORY = "wandb"  # under the run directory: offline runs, and W&B's own file
 
 
 def serve(stream) -> None:
-    """Open the W&B run, log every batch of points, and finish the run at the end of `stream`."""
+    """Open a W&B run per member, log every batch of points, and finish the runs at the end of `stream`."""
     import wandb
 
     opening = pickle.load(stream)
     out = Path(opening["out"])
     mode = os.environ.get("WANDB_MODE") or ("online" if reachable(wandb.Settings().base_url) else "offline")
     (out / DIRECTORY).mkdir(exist_ok=True)
-    run = wandb.init(dir=str(out), name=out.name, config=opening["config"], mode=mode, reinit="create_new")
-    run.define_metric("*", step_metric="env_steps")
+    runs = {}
     try:
+        for i, member in enumerate(opening["members"]):  # a group per experiment, a job type per grid setting
+            config = member["config"]
+            run = wandb.init(dir=str(out), name=f"{out.name}/{config['member']}", group=opening["group"],
+                             job_type=config["setting"], project=opening["project"], entity=opening["entity"],
+                             tags=opening["tags"], config=config, mode=mode, reinit="create_new",
+                             settings=wandb.Settings(quiet=i > 0))  # W&B's banner and summary once, not per member
+            run.define_metric("*", step_metric="env_steps")
+            runs[tuple(member["series"])] = run
         while True:
             try:
-                steps, points = pickle.load(stream)
+                message = pickle.load(stream)
             except EOFError:
                 return
-            for t, step in enumerate(steps):
-                run.log({"env_steps": step, **{f"{setting}/{series}/{name}": value
-                                                for (setting, series), rows in points.items()
-                                                for name, value in rows[t].items()}})
+            if message[0] == "time":
+                _, step, values = message
+                for run in runs.values():
+                    run.log({"env_steps": step, **values})
+                continue
+            _, steps, points = message
+            for key, rows in points.items():
+                run = runs[key]
+                for step, row in zip(steps, rows):
+                    if row:  # a window in which no value of the member was finite: nothing to log
+                        run.log({"env_steps": step, **row})
     finally:
-        run.finish()
+        for run in runs.values():
+            run.finish()
 
 
 def reachable(url: str, timeout_s: float = 2.0) -> bool:
