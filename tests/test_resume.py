@@ -145,6 +145,7 @@ def test_a_request_left_by_an_earlier_run_stops_the_next_before_it_compiles(tmp_
 # A compiled call that would run for minutes: Python cannot run a signal handler until it returns.
 LONG_CALL = """
 import sys, jax, jax.numpy as jnp
+from purerl.run.stopping import graceful_stop
 spin = jax.jit(lambda x: jax.lax.fori_loop(0, 2**31 - 1, lambda i, x: jnp.sin(x), x)).lower(jnp.ones(64)).compile()
 if sys.argv[1] == "carried":  # a request from an earlier run of the command that then finished
     with graceful_stop() as earlier:
