@@ -1,4 +1,5 @@
-"""A training experiment on disk: a population of PPO (or DQN, PQN) runs, chunked, checkpointed, resumable.
+"""A training experiment on disk: a population of runs of any registered algorithm, chunked, checkpointed,
+resumable, and with `TrainSpec.pbt` trained by population-based training (`pbt.py`).
 
 The compiled program runs `chunk` updates at a time; between chunks the host
 updates the progress bar and saves an orbax checkpoint. Because every chunk is
@@ -20,10 +21,11 @@ import jax
 import numpy as np
 
 from purerl import __version__, envs, stats
-from purerl.run import loggers, results, rundir
+from purerl.run import loggers, pbt, pbt_files, results, rundir
 from purerl.algos import registry
 from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
 from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.run.pbt_config import PBTConfig
 from purerl.run.progress import TrainingBar
 from purerl.run.population import Members, Placement, barrier, is_writer, make_members, run_chunks, vmapped
 
@@ -41,10 +43,16 @@ class TrainSpec:
     preset: str | None = None
     algo: str = "ppo"
     network: str = "mlp"
+    pbt: PBTConfig | None = None  # population-based training of the seeds' members (no grid)
+
+    def __post_init__(self):
+        if self.pbt is not None:  # ranges left out are the algorithm's, and config.json records them
+            self.pbt = self.pbt.with_defaults(type(self.hyperparams))
 
     def to_json(self) -> dict[str, Any]:
         config = dataclasses.asdict(self.config)
         config["hidden_sizes"] = list(config["hidden_sizes"])
+        pbt_record = {} if self.pbt is None else {"pbt": self.pbt.to_json()}  # records before PBT stay as they were
         return {
             "command": "train",
             "config": config,
@@ -56,6 +64,7 @@ class TrainSpec:
             "preset": self.preset,
             "algo": self.algo,
             "network": self.network,
+            **pbt_record,
         }
 
     @classmethod
@@ -73,6 +82,7 @@ class TrainSpec:
             preset=data.get("preset"),
             algo=algorithm.name,
             network=data.get("network", "mlp"),
+            pbt=PBTConfig.from_json(data["pbt"]) if data.get("pbt") is not None else None,
         )
 
     def validate(self) -> Members:
@@ -91,6 +101,10 @@ class TrainSpec:
             usable = [name for name in VALUE_LOSSES if name != "learned"]  # "learned" is evolved, see studies
             raise ConfigError(f"unknown value loss '{self.value_loss}'; choose from {', '.join(usable)}")
         members = make_members(self.seeds, self.hyperparams, self.grid)
+        if self.pbt is not None:
+            if members.swept:
+                raise ConfigError("--pbt explores the hyperparameters itself: give one value each (no grid)")
+            self.pbt.validate(self.hyperparams, self.config, len(members))
         if algorithm.check_memory is not None:
             algorithm.check_memory(self.config, envs.make(self.config.env), len(members))
         return members
@@ -133,6 +147,9 @@ def run(
     `stopping.cut_after`)."""
     out = Path(out)
     members = spec.validate()
+    num_updates = spec.config.num_updates
+    chunk = (spec.pbt.chunk(num_updates, chunk_updates) if spec.pbt is not None
+             else chunk_updates or max(1, math.ceil(num_updates / 25)))
     loggers.check(log or [])
     config_json = spec.to_json()
     resumed = rundir.prepare(out, config_json, resume, overwrite)
@@ -147,26 +164,36 @@ def run(
     n = len(members)
     placement = Placement.for_members(n)
     init_fn, run_fn = vmapped(train, placement)
-    keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
     meta_params = spec.meta_params()
+    if spec.pbt is None:
+        hps = placement.put(members.hyperparams.as_arrays())
+        program, shared = run_fn, (hps, meta_params)
+        start = lambda: init_fn(placement.put(members.keys()), hps)  # noqa: E731
+    else:  # the hyperparameters travel with the population, and change
+        program, shared = pbt.advance(run_fn, placement, spec.pbt, n, num_updates), (meta_params,)
+        start = lambda: pbt.start(train, placement, members, spec.pbt)  # noqa: E731
     steps_per_update = cfg.batch_size  # per member: the progress bar, like the plots, counts one agent's steps
     chunk_log = loggers.ChunkLogger(log if writer and log else [], out, [members.label(i) for i in range(n)],
                                     members.groups(), steps_per_update, config_json)
     try:  # the logger is closed however training ends (a SIGINT's StopRequested included)
         with TrainingBar(progress and writer, cfg.num_updates * steps_per_update, n) as bar:
             compile_start = time.perf_counter()
-            state = init_fn(keys, hps)
+            state = start()
             init_s = time.perf_counter() - compile_start
 
             def advance_bar(start, stop, state):
-                returns = placement.get(state.metrics["episode_return"][:, start:stop], n)
+                metrics = trained(state).metrics
+                returns = placement.get(metrics["episode_return"][:, start:stop], n)
                 bar.advance(steps_per_update * stop, returns)
                 if log:  # every process joins the gather; only the writer's logger has backends
-                    chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], state.metrics), n))
+                    chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], metrics), n))
+                if spec.pbt is not None:  # rewritten from the state, so it never holds rows a resume replays
+                    record = placement.get(pbt.record(state), n)
+                    if writer:
+                        pbt_files.write_csv(out, record, spec.pbt, members.seeds, steps_per_update, stop)
 
-            finished = run_chunks(run_fn, state, placement, n, cfg.num_updates, shared=(hps, meta_params),
-                                  checkpoint_dir=out / rundir.CHECKPOINT, resume=resumed,
-                                  chunk=chunk_updates or max(1, math.ceil(cfg.num_updates / 25)),
+            finished = run_chunks(program, state, placement, n, cfg.num_updates, shared=shared,
+                                  checkpoint_dir=out / rundir.CHECKPOINT, resume=resumed, chunk=chunk,
                                   checkpoint_every_s=checkpoint_every_s, on_chunk=advance_bar)
         chunk_log.close_in_background()  # W&B's finish overlaps the outputs below
         if finished is None:
@@ -176,10 +203,18 @@ def run(
         chunk_log.close()
 
 
+def trained(state):
+    """The algorithm's runner state, inside a PBT population's or not."""
+    return state.train if isinstance(state, pbt.PBTState) else state
+
+
 def _finish(spec, members: Members, train, placement, out: Path, finished, init_s: float, writer: bool) -> dict:
-    """The summary, and (on the writing process) metrics.csv, summary.json and curves.png of a finished run."""
+    """The summary, and (on the writing process) metrics.csv, summary.json and curves.png of a finished run
+    (and a PBT run's pbt.csv and pbt.png)."""
     cfg, n = train.config, len(members)
-    state, timing = finished
+    population, timing = finished
+    state = trained(population)
+    record = placement.get(pbt.record(population), n) if spec.pbt is not None else None
     metrics = {name: values.T for name, values in placement.get(state.metrics, n).items()}  # [updates, members]
     previous = out / results.SUMMARY
     if timing["first"] == cfg.num_updates and previous.exists():  # resuming a finished run: its summary stands
@@ -191,12 +226,18 @@ def _finish(spec, members: Members, train, placement, out: Path, finished, init_
         summary["processes"] = jax.process_count()
         summary["diverged"] = _diverged(members, metrics, placement.get(state.params, n),
                                        registry.get(spec.algo).losses)
+        if spec.pbt is not None:
+            summary["pbt"] = pbt_files.summary(record, spec.pbt, members.seeds,
+                                               results.final_returns(metrics["episode_return"]))
         summary = results.json_safe(summary)
     if writer:  # rewriting these from the checkpoint also completes a run killed before its outputs
         results.write_metrics_csv(out, metrics, cfg.batch_size, [members.label(i) for i in range(n)])
         results.write_summary(out, summary)
         results.plot_curves(out, metrics["episode_return"], cfg.batch_size, members.groups(),
                             f"{registry.get(spec.algo).title} on {cfg.env}")
+    if writer and record is not None:
+        pbt_files.write_csv(out, record, spec.pbt, members.seeds, cfg.batch_size, cfg.num_updates)
+        pbt_files.plot(out, out / pbt_files.PLOT)
     return summary
 
 
