@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from purerl.config import ConfigError
+from purerl.config import MAX_MEMBERS, ConfigError
 
 INITS = ("sample", "given")
 
@@ -73,9 +73,10 @@ class PBTConfig:
             raise ConfigError(f"pbt-fraction must be in (0, 0.5] (the bottom and top fractions may not overlap), "
                               f"got {self.fraction}")
         if int(self.fraction * num_members) < 1:
-            needed = math.ceil(1 / self.fraction - 1e-9)
+            needed = 1 / self.fraction
+            least = f"at least {max(2, math.ceil(needed - 1e-9)):,}" if needed <= MAX_MEMBERS else "more"
             raise ConfigError(f"a population of {num_members} with pbt-fraction={self.fraction:g} replaces no member: "
-                              f"it needs at least {max(needed, 2)} members (--seeds)")
+                              f"it needs {least} members (--seeds)")
         if not (isinstance(self.perturb, (int, float)) and math.isfinite(self.perturb) and self.perturb > 1):
             raise ConfigError(f"pbt-perturb must be a finite factor > 1, got {self.perturb}")
         if not (isinstance(self.resample, (int, float)) and 0 <= self.resample <= 1):
@@ -106,9 +107,9 @@ class PBTConfig:
                 raise ConfigError(f"{text}: the range needs finite LOW < HIGH (in float32)")
             if bound.low < 0:
                 raise ConfigError(f"{text}: LOW must be >= 0 (a positive range is a log scale, one from 0 linear)")
-            for end in (bound.low, bound.high):
+            for end in (low, high):  # as the program computes: a positive LOW may underflow to 0
                 try:
-                    hp._replace(**{bound.name: end}).validate()
+                    hp._replace(**{bound.name: float(end)}).validate()
                 except ConfigError as error:
                     raise ConfigError(f"{text}: {error}") from None
             given = float(getattr(hp, bound.name))
