@@ -181,13 +181,16 @@ def run(
             state = start()
             init_s = time.perf_counter() - compile_start
 
+            rounds_written = []  # pbt.csv is rewritten when this session first reaches a round count
+
             def advance_bar(start, stop, state):
                 metrics = trained(state).metrics
                 returns = placement.get(metrics["episode_return"][:, start:stop], n)
                 bar.advance(steps_per_update * stop, returns)
                 if log:  # every process joins the gather; only the writer's logger has backends
                     chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], metrics), n))
-                if spec.pbt is not None:  # rewritten from the state, so it never holds rows a resume replays
+                if spec.pbt is not None and stop // spec.pbt.interval not in rounds_written:
+                    rounds_written.append(stop // spec.pbt.interval)  # from the state: never a row a resume replays
                     record = placement.get(pbt.record(state), n)
                     if writer:
                         pbt_files.write_csv(out, record, spec.pbt, members.seeds, steps_per_update, stop)

@@ -119,13 +119,15 @@ class PBTConfig:
 
     def chunk(self, num_updates: int, chunk: int | None = None) -> int:
         """Updates per compiled chunk: a divisor of the interval, so every round ends a chunk. By default the
-        largest one within a 25th of the run (the progress bar's and the checkpoints' step)."""
+        largest one within a 25th of the run (the progress bar's and the checkpoints' step), or the interval
+        itself where that divisor is much smaller (a prime interval would otherwise run one update a call)."""
         if chunk is not None:
             if self.interval % chunk:
                 raise ConfigError(f"chunks of {chunk} updates do not divide pbt-interval={self.interval}")
             return chunk
-        most = max(1, math.ceil(num_updates / 25))
-        return max(d for d in range(1, min(self.interval, most) + 1) if self.interval % d == 0)
+        most = min(self.interval, max(1, math.ceil(num_updates / 25)))
+        divisor = max(d for d in range(1, most + 1) if self.interval % d == 0)
+        return divisor if 4 * divisor >= most else self.interval
 
     def to_json(self) -> dict:
         return {"interval": self.interval, "fraction": self.fraction,
