@@ -168,17 +168,17 @@ def run(
     if spec.pbt is None:
         hps = placement.put(members.hyperparams.as_arrays())
         program, shared = run_fn, (hps, meta_params)
-        start = lambda: init_fn(placement.put(members.keys()), hps)  # noqa: E731
+        initial = lambda: init_fn(placement.put(members.keys()), hps)  # noqa: E731
     else:  # the hyperparameters travel with the population, and change
         program, shared = pbt.advance(run_fn, placement, spec.pbt, n, num_updates), (meta_params,)
-        start = lambda: pbt.start(train, placement, members, spec.pbt)  # noqa: E731
+        initial = lambda: pbt.start(train, placement, members, spec.pbt)  # noqa: E731
     steps_per_update = cfg.batch_size  # per member: the progress bar, like the plots, counts one agent's steps
     chunk_log = loggers.ChunkLogger(log if writer and log else [], out, [members.label(i) for i in range(n)],
                                     members.groups(), steps_per_update, config_json)
     try:  # the logger is closed however training ends (a SIGINT's StopRequested included)
         with TrainingBar(progress and writer, cfg.num_updates * steps_per_update, n) as bar:
             compile_start = time.perf_counter()
-            state = start()
+            state = initial()
             init_s = time.perf_counter() - compile_start
 
             rounds_written = []  # pbt.csv is rewritten when this session first reaches a round count
