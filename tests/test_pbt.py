@@ -132,10 +132,13 @@ def test_every_algorithm_steps_with_the_learning_rate_it_is_given_now_not_the_on
     algorithm builds its optimiser from the traced hyperparameters at each step (none bakes the lr into its
     optimiser state), so from the same state a doubled lr makes exactly a doubled step."""
     algorithm = registry.get(algo)
-    train = registry.build(algo, algorithm.config(env="CartPole-v1" if algo in ("ppo", "dqn", "pqn") else "Pendulum-v1"))
+    env = "CartPole-v1" if algo in ("ppo", "dqn", "pqn") else "Pendulum-v1"
+    train = registry.build(algo, algorithm.config(env=env))
     hp = algorithm.hyperparams().as_arrays()
     doubled = hp._replace(**{name: 2 * getattr(hp, name) for name in ("lr", "q_lr") if name in hp._fields})
-    optimizers = (lambda h: train.optimizers(h)) if hasattr(train, "optimizers") else (lambda h: {"all": train.optimizer(h)})
+    def optimizers(h):  # SAC and TD3 keep one per learned part
+        return train.optimizers(h) if hasattr(train, "optimizers") else {"all": train.optimizer(h)}
+
     params, grads = {"w": jnp.ones(3)}, {"w": jnp.array([0.3, -0.2, 0.1])}
     for name, started in optimizers(hp).items():
         state = started.init(params)

@@ -153,12 +153,15 @@ def add_pbt_flags(parser: argparse.ArgumentParser) -> None:
                      "--pbt-interval updates the worst copy the best and explore their hyperparameters")
     pbt.add_argument("--pbt-interval", type=integer, metavar="UPDATES",
                      help="updates between PBT rounds (default: a twentieth of the run)")
-    pbt.add_argument("--pbt-fraction", type=finite_float, help="bottom fraction that copies the top one (0.25)")
+    pbt.add_argument("--pbt-fraction", type=finite_float, metavar="F",
+                     help="bottom fraction that copies the top one (0.25)")
     pbt.add_argument("--pbt-explore", metavar="NAME=LOW:HIGH,...",
                      help="hyperparameters to explore and their ranges; a positive range is a log scale "
                           f"(default by --algo: {defaults})")
-    pbt.add_argument("--pbt-perturb", type=finite_float, help="explore multiplies by this or its inverse (1.2)")
-    pbt.add_argument("--pbt-resample", type=finite_float, help="probability of resampling instead (0.25)")
+    pbt.add_argument("--pbt-perturb", type=finite_float, metavar="FACTOR",
+                     help="explore multiplies by this or its inverse (1.2)")
+    pbt.add_argument("--pbt-resample", type=finite_float, metavar="P",
+                     help="probability of resampling instead (0.25)")
     pbt.add_argument("--pbt-window", type=integer, metavar="UPDATES",
                      help="updates of return a member is ranked on (default 0: the whole interval)")
     pbt.add_argument("--pbt-init", choices=["sample", "given"],

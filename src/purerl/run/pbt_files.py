@@ -151,7 +151,8 @@ def _figure(table: dict, chain: list[int], edges: np.ndarray, best: int, final: 
     ax = axes[-1]
     ax.stairs(np.asarray(chain, float), edges, color="C3", linewidth=2.2, baseline=None)
     copied = [r for r in range(1, len(chain)) if chain[r] != chain[r - 1]]
-    ax.plot(edges[copied], np.asarray(chain)[copied], "o", color="C3", markersize=4, label="weights copied here (exploit)")
+    ax.plot(edges[copied], np.asarray(chain)[copied], "o", color="C3", markersize=4,
+            label="weights copied here (exploit)")
     ax.set_ylabel("member holding\nthe weights")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(-0.5, len(table["seeds"]) - 0.5)
