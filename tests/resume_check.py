@@ -3,6 +3,7 @@
 import json
 
 from purerl.run import experiment, stopping
+from purerl.run.trainspec import TrainSpec
 
 
 def assert_cut_and_resumed_run_equals_whole(run, tmp_path, members: int) -> dict:
@@ -20,12 +21,12 @@ def assert_cut_and_resumed_run_equals_whole(run, tmp_path, members: int) -> dict
     return full
 
 
-def assert_resume_is_bit_exact(spec: experiment.TrainSpec, tmp_path) -> dict:
+def assert_resume_is_bit_exact(spec: TrainSpec, tmp_path) -> dict:
     """`assert_cut_and_resumed_run_equals_whole` for `spec` (three seeds) as the command line runs it, and
     config.json gives back the same spec."""
     full = assert_cut_and_resumed_run_equals_whole(
         lambda out, **session: experiment.run(spec, out, progress=False, chunk_updates=2, **session),
         tmp_path, len(spec.seeds))
     saved = json.loads((tmp_path / "full" / "config.json").read_text())
-    assert saved["algo"] == spec.algo and experiment.TrainSpec.from_json(saved) == spec
+    assert saved["algo"] == spec.algo and TrainSpec.from_json(saved) == spec
     return full

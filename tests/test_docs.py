@@ -59,3 +59,10 @@ def test_every_purerl_name_the_documents_cite_exists():
         except (ImportError, AttributeError):
             missing.append(f"{document}: {name}")
     assert not missing, missing
+
+
+@pytest.mark.timeout(600)
+def test_pbt_guide_example_runs(capsys):
+    code = re.search(r"```python\n(.*?)```", (GUIDE.parent / "pbt.md").read_text(), re.S).group(1)
+    exec(compile(code, str(GUIDE.parent / "pbt.md"), "exec"), {"__name__": "guide"})
+    assert re.search(r"best member \d+, lineage \[[\d, ]+\]\nits lr schedule: ", capsys.readouterr().out)

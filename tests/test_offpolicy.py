@@ -8,12 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.run import experiment
 from purerl.algos import offpolicy, replay
 from purerl.algos.sac import SAC, SACConfig, SACHyperParams
 from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams
 from purerl.cli import main
 from purerl.config import ConfigError
+from purerl.run.trainspec import TrainSpec
 from resume_check import assert_resume_is_bit_exact
 
 # Pendulum-v1's episodes last 200 steps: 6 updates of 2 envs x 100 steps end some in most updates.
@@ -27,7 +27,7 @@ FLAGS = ["--num-envs", "2", "--num-steps", "100", "--total-timesteps", "1200", "
 @pytest.mark.parametrize("algo", ["sac", "td3"])
 def test_resume_after_interruption_equals_uninterrupted_run_over_three_seeds(algo, tmp_path):
     config, hp = TINY[algo]
-    spec = experiment.TrainSpec(config=config, hyperparams=hp, seeds=[0, 1, 2], algo=algo)
+    spec = TrainSpec(config=config, hyperparams=hp, seeds=[0, 1, 2], algo=algo)
     full = assert_resume_is_bit_exact(spec, tmp_path)
     assert full["diverged"] == []
     header = (tmp_path / "full" / "metrics.csv").read_text().splitlines()[0]

@@ -5,10 +5,10 @@ import jax
 import numpy as np
 import pytest
 
-from purerl.run import experiment
 from purerl.algos.dqn import DQNConfig, DQNHyperParams
 from purerl.algos.pqn import PQNConfig, PQNHyperParams
 from purerl.cli import build_parser, main
+from purerl.run.trainspec import TrainSpec
 from resume_check import assert_resume_is_bit_exact
 
 TINY = {
@@ -23,7 +23,7 @@ TINY = {
 @pytest.mark.parametrize("algo", ["dqn", "pqn"])
 def test_resume_after_interruption_equals_uninterrupted_run_over_three_seeds(algo, tmp_path):
     config, hp = TINY[algo]
-    assert_resume_is_bit_exact(experiment.TrainSpec(config=config, hyperparams=hp, seeds=[0, 1, 2], algo=algo),
+    assert_resume_is_bit_exact(TrainSpec(config=config, hyperparams=hp, seeds=[0, 1, 2], algo=algo),
                                tmp_path)
 
 
@@ -31,7 +31,7 @@ def test_resume_after_interruption_equals_uninterrupted_run_over_three_seeds(alg
 @pytest.mark.parametrize("algo", ["dqn", "pqn"])
 def test_seed_alone_equals_seed_inside_a_batch(algo):
     config, hp = TINY[algo]
-    train = experiment.TrainSpec(config=config, hyperparams=hp, algo=algo).build()
+    train = TrainSpec(config=config, hyperparams=hp, algo=algo).build()
     hp = hp.as_arrays()
     keys = jax.vmap(jax.random.PRNGKey)(np.arange(3, dtype=np.uint32))
     batch = jax.jit(jax.vmap(train, in_axes=(0, None)))(keys, hp).metrics

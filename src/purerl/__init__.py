@@ -19,9 +19,10 @@ from purerl.algos.sac import SAC, SACConfig, SACHyperParams  # noqa: E402
 from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams  # noqa: E402
 from purerl.config import ConfigError, HyperParams, PPOConfig  # noqa: E402
 from purerl.api import Train, make_train, train  # noqa: E402
+from purerl.run.pbt_config import Bound, PBTConfig  # noqa: E402
 from purerl.run.policy import Policy, load  # noqa: E402
 from purerl.run.population import make_members  # noqa: E402
 
-__all__ = ["ConfigError", "DQN", "DQNConfig", "DQNHyperParams", "HyperParams", "PPO", "PPOConfig", "PQN", "PQNConfig",
+__all__ = ["Bound", "ConfigError", "DQN", "DQNConfig", "DQNHyperParams", "HyperParams", "PBTConfig", "PPO", "PPOConfig", "PQN", "PQNConfig",
            "PQNHyperParams", "Policy", "SAC", "SACConfig", "SACHyperParams", "TD3", "TD3Config", "TD3HyperParams",
            "Train", "TrainResult", "load", "make_members", "make_train", "train", "__version__"]

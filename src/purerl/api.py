@@ -1,7 +1,7 @@
 """The Python front door: a train function from an env id, and the experiment runner of `purerl train`.
 
 `make_train("CartPole-v1", lr=1e-3)` builds what `purerl train --env CartPole-v1 --lr 1e-3` trains (the same
-preset, the same overrides, `experiment.make_spec`), as a pure `train(key)`. `purerl.train(train, out)` gives
+preset, the same overrides, `trainspec.make_spec`), as a pure `train(key)`. `purerl.train(train, out)` gives
 any train function, hooks written in Python included, what the command line gives its runs: the run
 directory, chunked checkpoints, bit-exact resume, loggers and the summary (`experiment.run`, the function the
 CLI calls).
@@ -76,7 +76,7 @@ def make_train(config, env=None, objective=ppo_clip, value_loss=clipped_l2, obse
 
 
 def _from_env_id(env_id, env, objective, value_loss, observe, network, algo, preset, settings) -> Train:
-    from purerl.run.experiment import make_spec
+    from purerl.run.trainspec import make_spec
 
     if env is not None or observe is not None or not (network is None or isinstance(network, str)):
         raise ConfigError("make_train(ENV_ID, ...) builds its environment and network from names; give an Env, "
@@ -169,7 +169,7 @@ def _seed_list(seeds) -> list[int]:
 def _spec_of(algorithm, base, hyperparams, seeds, grid, meta_params):
     """The `TrainSpec` that describes `algorithm` for config.json: its config, the names of its hooks where
     the library has them (`base`'s where it was made from names), and the Python objects it holds by name."""
-    from purerl.run.experiment import TrainSpec
+    from purerl.run.trainspec import TrainSpec
 
     entry = registry.for_config(algorithm.config)
     python: dict[str, str] = {}

@@ -20,6 +20,7 @@ from purerl.config import PRESETS as PPO_PRESETS
 from purerl.config import ConfigError, HyperParams, PPOConfig, Preset, default_preset
 
 NETWORKS = ("mlp", "gru")
+LR_RANGE = (1e-5, 1e-2)  # every preset's learning rates lie well inside it
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Algorithm:
     losses: tuple[str, ...]  # loss metrics: not finite means the run diverged
     builder: Callable  # (config, network, objective, value_loss) -> its train function (the hooks are PPO's)
     check_memory: Callable | None = None  # (config, env, members): one line before any compile if it cannot fit
+    # `purerl train --pbt`'s ranges when --pbt-explore names none: (name, low, high), wide around the presets
+    pbt_explore: tuple[tuple[str, float, float], ...] = ()
 
 
 def _ppo(config, network, objective, value_loss):
@@ -53,15 +56,19 @@ def _plain(train_class):
 
 ALGORITHMS = {
     "ppo": Algorithm("ppo", "PPO", PPOConfig, HyperParams, PPO_PRESETS, default_preset, NETWORKS,
-                     ("policy_loss", "value_loss"), _ppo),
+                     ("policy_loss", "value_loss"), _ppo,
+                     pbt_explore=(("lr", *LR_RANGE), ("ent_coef", 1e-4, 0.1))),
     "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",),
-                     ("td_loss",), _plain(dqn.DQN), replay.check_fits),
+                     ("td_loss",), _plain(dqn.DQN), replay.check_fits, pbt_explore=(("lr", *LR_RANGE),)),
     "pqn": Algorithm("pqn", "PQN", pqn.PQNConfig, pqn.PQNHyperParams, pqn.PRESETS, pqn.default_preset, ("mlp",),
-                     ("td_loss",), _plain(pqn.PQN)),
+                     ("td_loss",), _plain(pqn.PQN),
+                     pbt_explore=(("lr", *LR_RANGE), ("td_lambda", 0.0, 1.0))),
     "sac": Algorithm("sac", "SAC", sac.SACConfig, sac.SACHyperParams, sac.PRESETS, offpolicy.default_preset,
-                     ("mlp",), ("critic_loss", "actor_loss"), _plain(sac.SAC), replay.check_fits),
+                     ("mlp",), ("critic_loss", "actor_loss"), _plain(sac.SAC), replay.check_fits,
+                     pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE))),
     "td3": Algorithm("td3", "TD3", td3.TD3Config, td3.TD3HyperParams, td3.PRESETS, offpolicy.default_preset,
-                     ("mlp",), ("critic_loss", "actor_loss"), _plain(td3.TD3), replay.check_fits),
+                     ("mlp",), ("critic_loss", "actor_loss"), _plain(td3.TD3), replay.check_fits,
+                     pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE))),
 }
 
 

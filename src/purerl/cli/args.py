@@ -180,6 +180,54 @@ def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4, alg
     for name in registry.hyperparam_fields(chosen):
         parser.add_argument(f"--{name.replace('_', '-')}", type=floats, metavar="X[,Y...]", help=describe(name))
 
+def add_pbt_flags(parser: argparse.ArgumentParser) -> None:
+    """`train --pbt` and its settings (`run/pbt_config.PBTConfig`); `with_pbt` applies them."""
+    from purerl.algos import registry
+
+    defaults = "; ".join(f"{a.name} " + ",".join(f"{n}={low:g}:{high:g}" for n, low, high in a.pbt_explore)
+                         for a in registry.ALGORITHMS.values())
+    pbt = parser.add_argument_group("population-based training (Jaderberg et al. 2017; docs/pbt.md)")
+    pbt.add_argument("--pbt", action="store_true", help="train the seeds as one PBT population: every "
+                     "--pbt-interval updates the worst copy the best and explore their hyperparameters")
+    pbt.add_argument("--pbt-interval", type=integer, metavar="UPDATES",
+                     help="updates between PBT rounds (default: a twentieth of the run)")
+    pbt.add_argument("--pbt-fraction", type=finite_float, metavar="F",
+                     help="bottom fraction that copies the top one (0.25)")
+    pbt.add_argument("--pbt-explore", metavar="NAME=LOW:HIGH,...",
+                     help="hyperparameters to explore and their ranges; a positive range is a log scale "
+                          f"(default by --algo: {defaults})")
+    pbt.add_argument("--pbt-perturb", type=finite_float, metavar="FACTOR",
+                     help="explore multiplies by this or its inverse (1.2)")
+    pbt.add_argument("--pbt-resample", type=finite_float, metavar="P",
+                     help="probability of resampling instead (0.25)")
+    pbt.add_argument("--pbt-window", type=integer, metavar="UPDATES",
+                     help="updates of return a member is ranked on (default 0: the whole interval)")
+    pbt.add_argument("--pbt-init", choices=["sample", "given"],
+                     help="sample: draw the members' explored values from their ranges (default); given: start "
+                          "from --lr etc.")
+
+
+PBT_OPTIONS = ("interval", "fraction", "explore", "perturb", "resample", "window", "init")
+
+
+def with_pbt(spec, args: argparse.Namespace):
+    """`spec` with the --pbt flags applied: a new PBT config (the defaults but what the flags set), or the
+    recorded one of a `--config` rerun with single fields replaced."""
+    import dataclasses
+
+    from purerl.run.pbt_config import PBTConfig, parse_explore
+
+    given = {name: getattr(args, f"pbt_{name}") for name in PBT_OPTIONS if getattr(args, f"pbt_{name}") is not None}
+    if not args.pbt and spec.pbt is None:
+        if given:
+            raise ConfigError(f"--pbt-{next(iter(given))} needs --pbt")
+        return spec
+    if "explore" in given:
+        given["explore"] = parse_explore(given["explore"])
+    base = spec.pbt or PBTConfig(interval=max(1, spec.config.num_updates // 20))
+    return dataclasses.replace(spec, pbt=dataclasses.replace(base, **given))
+
+
 def add_distributed_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("multi-process (jax.distributed; SLURM and Open MPI are detected)")
     group.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0")

@@ -170,6 +170,8 @@ def add_runs(sub) -> None:
         if name == "plot":
             compare_runs.add_argument("--out", type=path, required=True, metavar="FILE.png")
             compare_runs.add_argument("--metric", default="episode_return", help="a metrics.csv column (default return)")
+            compare_runs.add_argument("--pbt", action="store_true", help="instead, one PBT run's hyperparameter "
+                                      "schedules and the lineage of its final best member")
         compare_runs.set_defaults(run=cmd_runs)
 
 

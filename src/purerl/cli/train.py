@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_train_flags, at_most, default_out, finite_float,
-                             is_writer, join_processes, path, positive, seed)
+from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_pbt_flags, add_train_flags, at_most, default_out,
+                             finite_float, is_writer, join_processes, path, positive, seed, with_pbt)
 from purerl.config import MAX_MEMBERS, ConfigError
 from purerl.run import files, rundir
 
@@ -46,6 +46,7 @@ def add_train(sub) -> None:
     train.add_argument("--config", type=path, metavar="RUN/config.json",
                        help="rerun exactly the experiment recorded there; other flags replace single fields")
 
+    add_pbt_flags(train)
     add_distributed_flags(train)
     train.set_defaults(run=cmd_train)
 
@@ -84,10 +85,10 @@ def add_eval(sub) -> None:
 
 
 def train_spec(args: argparse.Namespace):
-    """The experiment described by the flags: preset, then explicit overrides (`experiment.make_spec`, which
+    """The experiment described by the flags: preset, then explicit overrides (`trainspec.make_spec`, which
     `purerl.make_train` shares)."""
     from purerl.algos import registry
-    from purerl.run.experiment import make_spec
+    from purerl.run.trainspec import make_spec
 
     if args.seeds <= 0:
         raise ConfigError(f"--seeds must be positive, got {args.seeds}")
@@ -136,6 +137,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         host_devices.one_core_for_one_member(members_in_flags(args))  # before train_spec starts a backend
         spec = train_spec(args)
+    spec = with_pbt(spec, args)
     if args.resume:
         spec = rerun.in_recorded_order(spec, args.out)
     spec.validate()
@@ -173,7 +175,13 @@ def print_summary(out: Path, summary: dict) -> None:
     speed = f"{summary['env_steps_per_s']:,.0f} env steps/s" if summary.get("env_steps_per_s") else "speed not measured"
     console.print(f"{summary['members']} agents x {summary.get('env_steps_per_member', 0):,} env steps; "
                   f"compile {summary['compile_s']:.1f} s, run {summary['run_s']:.1f} s, {speed}")
-    console.print(f"results in {out}/ (summary.json, metrics.csv, curves.png, checkpoint/)")
+    pbt = summary.get("pbt")
+    if pbt:
+        values = ", ".join(f"{name}={schedule[-1]:.3g}" for name, schedule in pbt["schedule_of_best"].items())
+        console.print(f"PBT: {pbt['copies']} copies in {pbt['rounds']} rounds; the final best is member "
+                      f"{pbt['best_member']} (seed {pbt['best_seed']}), last trained with {values}")
+    console.print(f"results in {out}/ (summary.json, metrics.csv, curves.png, {'pbt.csv, pbt.png, ' if pbt else ''}"
+                  "checkpoint/)")
     if diverged:
         print(f"purerl: warning: {len(diverged)} of {summary['members']} members diverged (non-finite loss or "
               f"parameters): {', '.join(diverged[:4])}{', ...' if len(diverged) > 4 else ''}", file=sys.stderr)

@@ -19,7 +19,7 @@ from purerl.meta import evolve_files
 from purerl.run import experiment, files, results, rundir
 from purerl.publish import provenance
 from purerl.config import ConfigError
-from purerl.run.experiment import TrainSpec
+from purerl.run.trainspec import TrainSpec
 
 
 def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir: Path, title: str,

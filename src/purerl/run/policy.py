@@ -85,10 +85,15 @@ def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
     if checkpointer.latest() is None:
         checkpointer.close()
         raise ConfigError(f"{run_dir} has no checkpoint yet")
-    like = jax.eval_shape(jax.vmap(train.init), members.keys(), members.hyperparams.as_arrays())
+    if spec.pbt is None:
+        like = jax.eval_shape(jax.vmap(train.init), members.keys(), members.hyperparams.as_arrays())
+    else:  # a PBT population: the runner state travels with its hyperparameters and lineage
+        from purerl.run import pbt
+
+        like = pbt.like(train, members, spec.pbt)
     state, _ = checkpointer.restore(like)
     checkpointer.close()
-    return spec, members, train, state
+    return spec, members, train, state if spec.pbt is None else state.train
 
 
 def load(run_dir: str | Path, member: int = 0) -> Policy:

@@ -54,7 +54,7 @@ def load_spec(path: Path, flag: str = "--config"):
 
 def spec_from_record(data: dict, run_dir: Path):
     """The `TrainSpec` of a run's config.json, its grid in the order the run's members were trained in."""
-    from purerl.run.experiment import TrainSpec
+    from purerl.run.trainspec import TrainSpec
 
     return TrainSpec.from_json({**data, "grid": dict(rundir.grid_pairs(data, run_dir))})
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from purerl.config import ConfigError
 from purerl.stats import MIN_SEEDS_FOR_CI  # fewer seeds: show each seed's value, claim no interval
-from purerl.run import files, results, rundir
+from purerl.run import files, pbt_files, results, rundir
 
 
 @dataclass
@@ -272,6 +272,8 @@ def main(args: argparse.Namespace) -> int:
     runs = [load(path) for path in args.runs]
     if len({run.path.resolve() for run in runs}) < len(runs):
         raise ConfigError("the same run is given twice")
+    if getattr(args, "pbt", False) and len(runs) > 1:
+        raise ConfigError("plot --pbt draws one PBT run; give one RUN")
     if args.command == "summary":
         print_summary(runs)
         return 0
@@ -286,7 +288,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"unknown metric '{args.metric}' in {missing[0]}; choose from {', '.join(runs[0].metrics())}")
     rundir.check_writable(out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
-    path = plot(runs, out, args.metric)
+    path = pbt_files.plot(runs[0].path, out) if args.pbt else plot(runs, out, args.metric)
     files.mark_written(path)  # a later `plot --out` may replace it
     print(f"saved {path}")
     return 0

@@ -32,7 +32,7 @@ def member_keys(fp: Fingerprint, members) -> None:
 def compare_part(fp: Fingerprint, command: str) -> None:
     """`purerl compare`: each objective's training at the env's config, on the same seeds, and the statistics."""
     from purerl.cli.train import train_spec
-    from purerl.run.experiment import TrainSpec
+    from purerl.run.trainspec import TrainSpec
 
     args = parse_command(command)
     base = train_spec(args)
