@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from purerl.run import loggers, wandb_process
+from purerl.run import log_backends, loggers, wandb_process
 from cli_run import SMALL, run_cli
 from purerl.cli import main
 
@@ -32,7 +32,7 @@ def logged_run(tmp_path_factory):
 
 
 def test_every_member_and_each_setting_aggregate_is_its_own_tensorboard_run(logged_run):
-    root = logged_run / loggers.TENSORBOARD_DIR
+    root = logged_run / log_backends.TENSORBOARD_DIR
     runs = sorted(str(p.relative_to(root)) for p in root.glob("*/*") if p.is_dir())
     assert runs == ["lr=0.001/aggregate", "lr=0.001/seed=0", "lr=0.001/seed=1",
                     "lr=0.003/aggregate", "lr=0.003/seed=0", "lr=0.003/seed=1"]
@@ -41,14 +41,14 @@ def test_every_member_and_each_setting_aggregate_is_its_own_tensorboard_run(logg
 def test_event_files_hold_the_same_numbers_as_metrics_csv(logged_run):
     with open(logged_run / "metrics.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    member = read_scalars(logged_run / loggers.TENSORBOARD_DIR / "lr=0.003" / "seed=1")
+    member = read_scalars(logged_run / log_backends.TENSORBOARD_DIR / "lr=0.003" / "seed=1")
     assert {"episode_return", "policy_loss", "value_loss"} <= set(member)
     expected = [(int(r["env_steps"]), float(r["episode_return[lr=0.003,seed=1]"])) for r in rows
                 if r["episode_return[lr=0.003,seed=1]"]]
     assert [step for step, _ in member["episode_return"]] == [step for step, _ in expected]
     for (_, logged), (_, written) in zip(member["episode_return"], expected):
         assert math.isclose(logged, written, rel_tol=1e-5)  # metrics.csv keeps 6 significant digits
-    aggregate = read_scalars(logged_run / loggers.TENSORBOARD_DIR / "lr=0.003" / "aggregate")
+    aggregate = read_scalars(logged_run / log_backends.TENSORBOARD_DIR / "lr=0.003" / "aggregate")
     assert {"episode_return", "episode_return_iqm", "value_loss"} <= set(aggregate)
     assert aggregate["value_loss"][0][0] == 128  # x axis: env steps per member after the first update
 
@@ -57,7 +57,7 @@ def test_tensorboard_gets_window_means_and_a_resumed_session_replaces_what_follo
                                                                                                 monkeypatch):
     pytest.importorskip("tensorboardX")
     pytest.importorskip("tensorboard")
-    monkeypatch.setattr(loggers, "TENSORBOARD_POINTS", 3)
+    monkeypatch.setattr(log_backends, "TENSORBOARD_POINTS", 3)
     config = {"config": {"total_timesteps": 70}}  # 7 updates of 10 steps: windows of 3 updates
 
     def session(start, returns, run_s):
@@ -66,14 +66,14 @@ def test_tensorboard_gets_window_means_and_a_resumed_session_replaces_what_follo
         chunk_logger.close()
 
     def wall_time():
-        return read_scalars(tmp_path / loggers.TENSORBOARD_DIR / loggers.TIME)["time/wall_s"]
+        return read_scalars(tmp_path / log_backends.TENSORBOARD_DIR / log_backends.TIME)["time/wall_s"]
 
     session(0, [np.nan, 2.0, 4.0, 1.0, 1.0, 1.0, 5.0], run_s=7.0)
-    first = read_scalars(tmp_path / loggers.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
+    first = read_scalars(tmp_path / log_backends.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
     assert first == [(30, 3.0), (60, 1.0), (70, 5.0)]  # NaN skipped; the last window is shorter
     assert wall_time() == [(70, 7.0)]
     session(4, [7.0, 8.0, 9.0], run_s=9.0)  # resumed from the checkpoint after update 4: its steps start at 50
-    resumed = read_scalars(tmp_path / loggers.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
+    resumed = read_scalars(tmp_path / log_backends.TENSORBOARD_DIR / "default" / "seed=0")["episode_return"]
     assert resumed == [(30, 3.0), (70, 8.0)]
     assert wall_time() == [(70, 9.0)]  # the speed series too drops what followed the checkpoint
 
@@ -84,7 +84,7 @@ def test_wandb_logs_offline_without_a_network(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")  # nothing listens there: as with no network
     out = tmp_path / "run"
     assert main(["train", "--out", str(out), "--seeds", "2", "--log", "wandb", *SMALL]) == 0
-    offline = list((out / loggers.WANDB_DIR).glob("offline-run-*/run-*.wandb"))
+    offline = list((out / wandb_process.DIRECTORY).glob("offline-run-*/run-*.wandb"))
     assert len(offline) == 2 and all(path.stat().st_size > 0 for path in offline)  # one run per member
 
 
@@ -132,7 +132,7 @@ def replay_into_fake_wandb(monkeypatch, out, write, labels, groups, config, sett
         def wait(self):
             return 0
 
-    monkeypatch.setattr(loggers.subprocess, "Popen", FakeProcess)
+    monkeypatch.setattr(log_backends.subprocess, "Popen", FakeProcess)
     out.mkdir(exist_ok=True)
     chunk_logger = loggers.ChunkLogger(["wandb"], out, labels, groups, 10, config, settings)
     write(chunk_logger)
@@ -147,7 +147,7 @@ def replay_into_fake_wandb(monkeypatch, out, write, labels, groups, config, sett
 
 
 def test_wandb_gets_window_means_within_its_point_budget(monkeypatch, tmp_path):
-    monkeypatch.setattr(loggers, "WANDB_POINTS", 3)
+    monkeypatch.setattr(log_backends, "WANDB_POINTS", 3)
     config = {"config": {"total_timesteps": 70}}  # 7 updates of 10 steps: windows of 3, 3 and the last 1
     returns = np.array([[np.nan, 2.0, 4.0, 1.0, 1.0, 1.0, 5.0]])
 
@@ -163,7 +163,7 @@ def test_wandb_gets_window_means_within_its_point_budget(monkeypatch, tmp_path):
 
 
 def test_wandb_opens_one_run_per_member_grouped_by_experiment(monkeypatch, tmp_path):
-    for name in loggers.WANDB_ENV.values():
+    for name in log_backends.WANDB_ENV.values():
         monkeypatch.delenv(name, raising=False)
     labels = ["lr=0.001,seed=0", "lr=0.001,seed=1", "lr=0.003,seed=0", "lr=0.003,seed=1"]
     groups = {"lr=0.001": [0, 1], "lr=0.003": [2, 3]}
@@ -194,12 +194,12 @@ def test_wandb_flags_and_variables(monkeypatch, tmp_path):
     monkeypatch.setenv("WANDB_TAGS", "a,b")
     monkeypatch.delenv("WANDB_ENTITY", raising=False)
     out = tmp_path / "exp"
-    assert loggers.wandb_settings(out, 2) == {"project": "from-env", "entity": None, "group": "env-group",
+    assert log_backends.wandb_settings(out, 2) == {"project": "from-env", "entity": None, "group": "env-group",
                                               "tags": ["a", "b"]}
-    assert loggers.wandb_settings(out, 2, project="p", entity="team", group="g", tags="x, y") == {
+    assert log_backends.wandb_settings(out, 2, project="p", entity="team", group="g", tags="x, y") == {
         "project": "p", "entity": "team", "group": "g", "tags": ["x", "y"]}
     monkeypatch.delenv("WANDB_RUN_GROUP")
-    assert loggers.wandb_settings(out, 2)["group"] == "exp"
+    assert log_backends.wandb_settings(out, 2)["group"] == "exp"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -221,7 +221,7 @@ def test_bad_wandb_input_is_one_line_exit_2_before_anything_is_written(capsys, t
 
 
 def test_tensorboard_has_speed_and_wall_time_series(logged_run):
-    series = read_scalars(logged_run / loggers.TENSORBOARD_DIR / loggers.TIME)
+    series = read_scalars(logged_run / log_backends.TENSORBOARD_DIR / log_backends.TIME)
     assert set(series) == {"time/env_steps_per_s", "time/wall_s"}
     speed, wall = series["time/env_steps_per_s"], series["time/wall_s"]
     assert [step for step, _ in speed] == [step for step, _ in wall] == [128 * (i + 1) for i in range(8)]
@@ -251,14 +251,14 @@ def test_chunk_logger_skips_updates_in_which_no_episode_ended():
         def close(self):
             pass
 
-    loggers._BACKENDS["recorder"] = Recorder
+    loggers.BACKENDS["recorder"] = Recorder
     try:
         chunk_logger = loggers.ChunkLogger(["recorder"], "unused", ["seed=0", "seed=1"], {"default": [0, 1]}, 10, {})
         chunk_logger.write(3, {"episode_return": np.array([[np.nan, 2.0], [np.nan, np.nan]]),
                                "value_loss": np.array([[0.5, 0.25], [1.5, 0.75]])})
         chunk_logger.close()
     finally:
-        del loggers._BACKENDS["recorder"]
+        del loggers.BACKENDS["recorder"]
     [(steps, points)] = written
     assert steps == [40, 50]  # env steps per member after updates 3 and 4
     assert points[("default", "seed=0")] == [{"value_loss": 0.5}, {"episode_return": 2.0, "value_loss": 0.25}]
@@ -282,7 +282,7 @@ def test_closing_in_the_background_follows_every_write_and_close_waits_for_it():
             release.wait(10)  # W&B's finish waiting on its service
             events.append("closed")
 
-    loggers._BACKENDS["slow"] = SlowToClose
+    loggers.BACKENDS["slow"] = SlowToClose
     try:
         chunk_logger = loggers.ChunkLogger(["slow"], "unused", ["seed=0"], {"default": [0]}, 10, {})
         chunk_logger.write(0, {"episode_return": np.ones((1, 2))})
@@ -291,7 +291,7 @@ def test_closing_in_the_background_follows_every_write_and_close_waits_for_it():
         release.set()
         chunk_logger.close()
     finally:
-        del loggers._BACKENDS["slow"]
+        del loggers.BACKENDS["slow"]
     assert events == ["write", "closed"]
 
 

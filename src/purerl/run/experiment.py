@@ -21,7 +21,7 @@ import numpy as np
 
 from purerl import __version__, stats
 from purerl.algos import registry
-from purerl.run import loggers, pbt, pbt_files, results, rundir
+from purerl.run import log_backends, loggers, pbt, pbt_files, results, rundir
 from purerl.run.population import Members, Placement, barrier, is_writer, run_chunks, vmapped
 from purerl.run.progress import TrainingBar
 from purerl.run.trainspec import TrainSpec
@@ -46,7 +46,7 @@ def run(
     `purerl train` and `purerl.train` both run this. The command line builds the train function from the spec;
     `purerl.train` passes its own as `train` (with its `meta_params`), which the spec describes.
     `resume="auto"` continues a run in `out` if there is one, else starts it.
-    `wandb_flags` holds `--log wandb`'s project, entity, group and tags (`loggers.wandb_settings`).
+    `wandb_flags` holds `--log wandb`'s project, entity, group and tags (`log_backends.wandb_settings`).
     """
     out = Path(out)
     members = spec.validate(train)
@@ -54,7 +54,7 @@ def run(
     chunk = (spec.pbt.chunk(num_updates, chunk_updates) if spec.pbt is not None
              else chunk_updates or max(1, math.ceil(num_updates / 25)))
     loggers.check(log or [])
-    wandb = loggers.wandb_settings(out, len(members), **(wandb_flags or {})) if "wandb" in (log or []) else None
+    wandb = log_backends.wandb_settings(out, len(members), **(wandb_flags or {})) if "wandb" in (log or []) else None
     config_json = spec.to_json()
     resumed = rundir.prepare(out, config_json, resume, overwrite)
     if train is None:

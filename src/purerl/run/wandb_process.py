@@ -6,7 +6,7 @@ compiles, and they never hold the trainer's GIL. This file imports only the stan
 wandb (not purerl, whose import loads jax), so it starts in a fraction of a second.
 
 It reads pickled messages from stdin: first the run's `dict(out, members, project, entity, group, tags)`
-(`loggers.WandB`), which opens one W&B run per member, then `("points", steps, points)` per batch of
+(`log_backends.WandB`), which opens one W&B run per member, then `("points", steps, points)` per batch of
 a member's window means and `("time", step, values)` per chunk's speed; end of input finishes the runs.
 Any error ends the process with a traceback on stderr and a nonzero exit, which the trainer reports.
 """
