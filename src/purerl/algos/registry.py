@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from purerl.algos import dqn, offpolicy, pqn, replay, sac, td3
@@ -37,6 +37,9 @@ class Algorithm:
     check_memory: Callable | None = None  # (config, env, members): one line before any compile if it cannot fit
     # `purerl train --pbt`'s ranges when --pbt-explore names none: (name, low, high), wide around the presets
     pbt_explore: tuple[tuple[str, float, float], ...] = ()
+    # `purerl bench --task NAME`: the settings its speed is timed at, beside its peers' ({name: env, preset,
+    # overrides, and discrete=False for a continuous env})
+    bench_tasks: dict[str, dict] = field(default_factory=dict)
 
 
 def _ppo(config, network, objective, value_loss):
@@ -57,18 +60,27 @@ def _plain(train_class):
 ALGORITHMS = {
     "ppo": Algorithm("ppo", "PPO", PPOConfig, HyperParams, PPO_PRESETS, default_preset, NETWORKS,
                      ("policy_loss", "value_loss"), _ppo,
-                     pbt_explore=(("lr", *LR_RANGE), ("ent_coef", 1e-4, 0.1))),
+                     pbt_explore=(("lr", *LR_RANGE), ("ent_coef", 1e-4, 0.1)),
+                     # CleanRL's CartPole defaults at 500k steps per agent; Breakout-MinAtar with PureJaxRL's
+                     # MinAtar preset at a budget that fits a 2-core CPU
+                     bench_tasks={"cartpole": dict(env="CartPole-v1", preset="classic", overrides={}),
+                                  "minatar": dict(env="Breakout-MinAtar", preset="minatar",
+                                                  overrides=dict(total_timesteps=1_048_576))}),
     "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",),
-                     ("td_loss",), _plain(dqn.DQN), replay.check_fits, pbt_explore=(("lr", *LR_RANGE),)),
+                     ("td_loss",), _plain(dqn.DQN), replay.check_fits, pbt_explore=(("lr", *LR_RANGE),),
+                     bench_tasks={"dqn": dict(env="CartPole-v1", preset="classic", overrides={})}),
     "pqn": Algorithm("pqn", "PQN", pqn.PQNConfig, pqn.PQNHyperParams, pqn.PRESETS, pqn.default_preset, ("mlp",),
                      ("td_loss",), _plain(pqn.PQN),
-                     pbt_explore=(("lr", *LR_RANGE), ("td_lambda", 0.0, 1.0))),
+                     pbt_explore=(("lr", *LR_RANGE), ("td_lambda", 0.0, 1.0)),
+                     bench_tasks={"pqn": dict(env="CartPole-v1", preset="classic", overrides={})}),
     "sac": Algorithm("sac", "SAC", sac.SACConfig, sac.SACHyperParams, sac.PRESETS, offpolicy.default_preset,
                      ("mlp",), ("critic_loss", "actor_loss"), _plain(sac.SAC), replay.check_fits,
-                     pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE))),
+                     pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE)),
+                     bench_tasks={"sac": dict(env="Pendulum-v1", preset="continuous", overrides={}, discrete=False)}),
     "td3": Algorithm("td3", "TD3", td3.TD3Config, td3.TD3HyperParams, td3.PRESETS, offpolicy.default_preset,
                      ("mlp",), ("critic_loss", "actor_loss"), _plain(td3.TD3), replay.check_fits,
-                     pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE))),
+                     pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE)),
+                     bench_tasks={"td3": dict(env="Pendulum-v1", preset="continuous", overrides={}, discrete=False)}),
 }
 
 
@@ -140,6 +152,12 @@ def show_default(value) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def bench_tasks() -> dict[str, dict]:
+    """Every algorithm's `purerl bench` tasks by name, each with its algorithm's name (`algo`)."""
+    return {name: {"algo": algorithm.name, **task} for algorithm in ALGORITHMS.values()
+            for name, task in algorithm.bench_tasks.items()}
 
 
 def get(name: str) -> Algorithm:

@@ -16,25 +16,19 @@ import os  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
 
-TASKS = {
-    # PPO, CartPole-v1, CleanRL defaults, 500k steps per agent.
-    "cartpole": dict(algo="ppo", env="CartPole-v1", preset="classic", overrides={}),
-    # Breakout-MinAtar with the PureJaxRL MinAtar preset at a budget that fits a 2-core CPU.
-    "minatar": dict(algo="ppo", env="Breakout-MinAtar", preset="minatar", overrides=dict(total_timesteps=1_048_576)),
-    # DQN (PureJaxRL/CleanRL CartPole settings) and PQN (purejaxql's CartPole), 500k steps per agent.
-    "dqn": dict(algo="dqn", env="CartPole-v1", preset="classic", overrides={}),
-    "pqn": dict(algo="pqn", env="CartPole-v1", preset="classic", overrides={}),
-    # SAC and TD3 (CleanRL's settings, purerl's `continuous` preset) on gymnax Pendulum-v1, 2e4 steps per agent.
-    "sac": dict(algo="sac", env="Pendulum-v1", preset="continuous", overrides={}, discrete=False),
-    "td3": dict(algo="td3", env="Pendulum-v1", preset="continuous", overrides={}, discrete=False),
-}
+
+def tasks() -> dict[str, dict]:
+    """The tasks purerl is timed on: each registered algorithm's (`registry.bench_tasks`)."""
+    from purerl.algos import registry
+
+    return registry.bench_tasks()
 
 
 def task_config(task: str, total_timesteps: int | None = None):
     from purerl.algos import registry
     from purerl.config import apply_preset
 
-    spec = TASKS[task]
+    spec = tasks()[task]
     algorithm = registry.get(spec["algo"])
     config, hp = apply_preset(spec["preset"], spec["env"], spec.get("discrete", True), algorithm.presets,
                               algorithm.config, algorithm.hyperparams)
@@ -54,7 +48,7 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
 
     host_devices.one_core_for_one_member(seeds)  # before any backend starts, as `purerl train` does
     config, hp = task_config(task, total_timesteps)
-    algo = TASKS[task]["algo"]
+    algo = tasks()[task]["algo"]
     train = registry.build(algo, config)
     members = make_members(list(range(seeds)), hp)
     placement = Placement.for_members(seeds)  # the seed axis sharded over the devices, as `purerl train` does
@@ -246,7 +240,7 @@ def measure_evolve(preset: str, generations: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--task", choices=sorted(TASKS) + ["evolve"], default="cartpole")
+    parser.add_argument("--task", choices=sorted(tasks()) + ["evolve"], default="cartpole")
     parser.add_argument("--preset", choices=sorted(EVOLVE_PRESETS), default="cpu", help="evolve only")
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)

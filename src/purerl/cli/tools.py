@@ -17,8 +17,10 @@ MAX_REPEATS = 1000  # timed runs per width: more only never ends
 
 
 def add_bench(sub) -> None:
+    from purerl.algos import registry
+
     bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
-    bench.add_argument("--task", choices=["cartpole", "minatar", "dqn", "pqn", "sac", "td3", "all", "evolve"],
+    bench.add_argument("--task", choices=[*registry.bench_tasks(), "all", "evolve"],
                        default="cartpole",
                        help="cartpole and minatar: PPO; dqn, pqn: those on CartPole; sac, td3: those on Pendulum-v1 "
                             "(not in all: about 3 h on 2 cores); evolve: meta-evolution throughput "
