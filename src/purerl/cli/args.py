@@ -242,7 +242,7 @@ def default_out(name: str) -> Path:
     return Path("runs") / f"{name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
 
 def is_writer() -> bool:
-    from purerl.run.population import is_writer as writer
+    from purerl.runtime.distributed import is_writer as writer
 
     return writer()
 
@@ -254,6 +254,6 @@ def join_processes(args: argparse.Namespace) -> None:
         raise ConfigError("--coordinator needs --num-processes and --process-id")
     if args.num_processes is not None and not 0 <= (args.process_id or 0) < args.num_processes:
         raise ConfigError(f"--process-id must be in [0, {args.num_processes - 1}], got {args.process_id}")
-    from purerl.run.population import initialize_distributed
+    from purerl.runtime.distributed import initialize_distributed
 
     initialize_distributed(args.coordinator, args.num_processes, args.process_id)

@@ -27,7 +27,8 @@ from purerl.run.checkpoint import Checkpointer
 from purerl.config import ConfigError
 from purerl.meta.evolve_files import (BEST_PARAMS, MEAN_PARAMS, GenerationBar, fitness_row, plot_fitness, read_log,
                                  write_log)
-from purerl.run.population import Placement, barrier, batched, is_writer
+from purerl.run.population import Placement, batched
+from purerl.runtime.distributed import barrier, is_writer
 from purerl.run.stopping import StopRequested, cut, graceful_stop, tell
 from purerl.run import files, results, rundir
 

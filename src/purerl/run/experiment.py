@@ -22,7 +22,8 @@ import numpy as np
 from purerl import __version__, stats
 from purerl.algos import registry
 from purerl.run import log_backends, loggers, pbt, pbt_files, results, rundir
-from purerl.run.population import Members, Placement, barrier, is_writer, run_chunks, vmapped
+from purerl.run.population import Members, Placement, run_chunks, vmapped
+from purerl.runtime.distributed import barrier, is_writer
 from purerl.run.progress import TrainingBar
 from purerl.run.trainspec import TrainSpec
 
