@@ -1,5 +1,5 @@
-"""The package layout states the design (docs/architecture.md): no module-level import circle, and every
-subpackage says in its docstring what it holds."""
+"""The package layout states the design (docs/architecture.md): layers import only the layers above them in
+its table, no module-level import circle, and every subpackage says in its docstring what it holds."""
 
 import ast
 from pathlib import Path
@@ -50,3 +50,23 @@ def test_no_circle_among_module_level_imports():
 def test_every_subpackage_says_what_it_holds():
     for init in PACKAGE.rglob("__init__.py"):
         assert ast.get_docstring(ast.parse(init.read_text())), f"{init.relative_to(PACKAGE)} has no docstring"
+
+
+# docs/architecture.md's layer table, top to bottom: at module level a layer imports only itself and those above.
+LAYERS = ["config", "stats", "runtime", "envs", "nets", "algos", "run", "publish", "meta", "studies", "bench", "api",
+          "cli"]
+RANK = {"config": 0, "stats": 0, **{name: rank for rank, name in enumerate(LAYERS[2:], start=1)}}
+
+
+def test_module_level_imports_point_only_to_the_layers_above():
+    modules = _modules()
+    upward = []
+    for name, path in modules.items():
+        if name == "purerl" or "peer_scripts" in path.parts:
+            continue
+        rank = RANK[name.split(".")[1]]
+        for imported in _module_level_imports(path, set(modules)) - {"purerl"}:
+            allowed = name.startswith("purerl.studies.") and name.endswith(".cli") and imported == "purerl.cli.args"
+            if RANK[imported.split(".")[1]] > rank and not allowed:
+                upward.append(f"{name} -> {imported}")
+    assert not upward, upward
