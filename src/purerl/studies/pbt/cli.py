@@ -68,7 +68,8 @@ def run_cli(args) -> int:
     if not provenance.read_manifest(report.parent).get(report.name):  # a new report: its folder is not purerl's yet
         for name in (f"{pbt_report.slug(env)}.json", f"{pbt_report.slug(env)}.png"):
             if (folder / name).exists() or (folder / name).is_symlink():
-                raise ConfigError(f"refusing to replace {folder / name}: purerl did not write it; choose another --report")
+                raise ConfigError(f"refusing to replace {folder / name}: purerl did not write it; choose another "
+                                  "--report")
     runs = [(method, rep) for rep in range(design.repetitions) for method in study.METHODS]
     continued = {}
     for method, rep in runs:  # every run directory checked before the first compile

@@ -80,7 +80,8 @@ def _task(r: dict, folder: str) -> list[str]:
         lines.append(f"| {s['label']} | {stats.describe(s['evaluated_return'])} | "
                      f"{stats.describe(s['selected_final_training_return'])} | {s['evaluated_return']['mean']:.1f} |")
     pairs = [("pbt", "random"), ("pbt", "default"), ("random", "default")]
-    lines += ["", *[f"- {verdict(methods[a]['evaluated_return'], methods[b]['evaluated_return'], methods[a]['label'], methods[b]['label'])}."
-                    for a, b in pairs if a in methods and b in methods], "",
+    said = [verdict(methods[a]["evaluated_return"], methods[b]["evaluated_return"], methods[a]["label"],
+                    methods[b]["label"]) for a, b in pairs if a in methods and b in methods]
+    lines += ["", *[f"- {line}." for line in said], "",
               f"![{r['env']}]({folder}/{slug(r['env'])}.png)", ""]
     return lines
