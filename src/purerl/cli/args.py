@@ -192,7 +192,8 @@ def add_pbt_flags(parser: argparse.ArgumentParser) -> None:
     pbt.add_argument("--pbt-interval", type=integer, metavar="UPDATES",
                      help="updates between PBT rounds (default: a twentieth of the run)")
     pbt.add_argument("--pbt-fraction", type=finite_float, metavar="F",
-                     help="bottom fraction that copies the top one (0.25)")
+                     help="bottom fraction that copies the top one (0.25; 0: random search, "
+                          "each member's values drawn once from the ranges and kept)")
     pbt.add_argument("--pbt-explore", metavar="NAME=LOW:HIGH,...",
                      help="hyperparameters to explore and their ranges; a positive range is a log scale "
                           f"(default by --algo: {defaults})")

@@ -55,6 +55,12 @@ _MFOS_MATRIX = ("studies/mfos/games.py", *(f"studies/mfos/{name}.py" for name in
 _MFOS_COIN = ("studies/mfos/games.py", "studies/mfos/coin_game.py", *(f"studies/mfos/{name}.py" for name in (
     "analysis", "coin", "coin_nets", "coin_report", "meta_game", "runs", "self_play", "settings")))
 _ACT_ENVS = ("CartPole-v1", "Pendulum-v1")
+# PBT, random search and the preset defaults, 10 repetitions x 8 members each (the PBT study). Measured here with 8
+# members of `train --pbt` on 2 busy cores (load 3-4): Pendulum-v1 48k env steps/s, Acrobot-v1 130k. Pendulum at half
+# its preset's budget (240 updates, 491,520 steps per member): 30 runs x 8 members take about 41 min, Acrobot at its
+# preset's own 500,000 about 15 min; compiles (from the cache after each method's first) and evaluations add minutes.
+_PBT = "purerl pbt-study --seeds 8 --repetitions 10 --runs-dir {runs}/pbt --report docs/results/pbt.md --no-progress"
+_PBT_SOURCES = ("run/pbt.py", "run/pbt_config.py", "run/pbt_files.py", "run/policy.py", "studies/pbt/design.py")
 STUDIES = {s.name: s for s in (
     Study("dpo", "dpo.md", TRAINING + EVOLUTION + ("envs/brax.py", "meta/compare.py", "studies/lpo.py"), DPO_ENVS, (
         f"purerl analyze drift {','.join(_LPO)} --out docs/results/dpo/lpo",
@@ -97,14 +103,18 @@ STUDIES = {s.name: s for s in (
             "--report docs/results/act.md --no-progress")),
         "purerl act test-time --runs-dir {runs}/act --report docs/results/act.md --no-progress",
     )),
+    Study("pbt", "pbt.md", TRAINING + _PBT_SOURCES, ("Pendulum-v1", "Acrobot-v1"), (
+        f"{_PBT} --env Pendulum-v1 --total-timesteps 491520",
+        f"{_PBT} --env Acrobot-v1",
+    )),
 )}
 
 
-# How a registered command continues after a stop, by its first words. compare and act, given --resume, continue
-# every run they find under --runs-dir and start the missing ones. A command with its own --out continues only a
-# run that folder already holds (--resume never starts a fresh run). The rest are minutes long and start over.
+# How a registered command continues after a stop, by its first words. compare, act and pbt-study, given --resume,
+# continue every run they find under --runs-dir and start the missing ones. A command with its own --out continues
+# only a run that folder already holds (--resume never starts a fresh run). The rest are minutes long and start over.
 RESUME_RULES = {
-    "always": ("compare", "act"),
+    "always": ("compare", "act", "pbt-study"),
     "its --out": ("mfos --game", "evolve", "train"),
     "never": ("analyze", "mfos table"),
 }

@@ -40,7 +40,14 @@ class PBTState(NamedTuple):
 def record(runs: PBTState) -> PBTState:
     """The population's PBT record alone (parents, scores, explored values): what pbt.csv is written from,
     without gathering the training state to the host."""
-    return runs._replace(train=None, hp=None, key=None)
+    return rounds_only(runs)._replace(train=None, hp=None, key=None)
+
+
+def rounds_only(runs: PBTState) -> PBTState:
+    """`runs` with `parents` and `scores` cut to its rounds: random search holds one unused slot of each, since a
+    checkpoint cannot hold an empty array."""
+    count = runs.explored.shape[-2] - 1
+    return runs._replace(parents=runs.parents[..., :count], scores=runs.scores[..., :count])
 
 
 def member_keys(seeds) -> jax.Array:
@@ -90,8 +97,9 @@ def member_start(init, config: PBTConfig, num_updates: int):
             draws = [sample(b, jax.random.fold_in(draw_key, i)) for i, b in enumerate(config.explore)]
             hp = _with_values(config, hp, jnp.stack(draws).astype(jnp.float32))
         explored = jnp.full((count + 1, len(config.explore)), jnp.nan, jnp.float32).at[0].set(_values(config, hp))
-        return PBTState(init(key, hp), hp, explore_key, jnp.full((count,), -1, jnp.int32),
-                        jnp.full((count,), jnp.nan, jnp.float32), explored)
+        slots = max(count, 1)  # `rounds_only` cuts random search's unused slot
+        return PBTState(init(key, hp), hp, explore_key, jnp.full((slots,), -1, jnp.int32),
+                        jnp.full((slots,), jnp.nan, jnp.float32), explored)
 
     return start
 
@@ -141,6 +149,8 @@ def advance(run, placement: Placement, config: PBTConfig, num_members: int, num_
 
     def step(runs: PBTState, meta_params, start, stop):
         runs = runs._replace(train=run(runs.train, runs.hp, meta_params, start, stop))
+        if rounds(config, num_updates) == 0:  # random search (or a run too short for a round): no round to trace
+            return runs
         due = (stop % config.interval == 0) & (stop < num_updates)
         return jax.lax.cond(due, lambda r: exploit_and_explore(r, stop, config, num_members), lambda r: r, runs)
 
@@ -167,7 +177,7 @@ def train_population(train, hp, seeds, config: PBTConfig, meta_params=None, plac
     step = advance(run, placement, config, len(members), train.config.num_updates)
     runs, _ = run_chunks(step, state, placement, len(members), train.config.num_updates, shared=(meta_params,),
                          chunk=chunk)
-    return placement.get(runs, len(members))
+    return rounds_only(placement.get(runs, len(members)))
 
 
 def start(train, placement: Placement, members, config: PBTConfig) -> PBTState:

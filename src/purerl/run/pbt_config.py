@@ -40,6 +40,10 @@ class PBTConfig:
     else multiplied by `perturb` or 1 / `perturb`, then clipped to its range. `init="sample"` draws every
     member's explored hyperparameters from their ranges at the start; `"given"` starts from the given values.
     An empty `explore` means the algorithm's defaults (`registry.Algorithm.pbt_explore`).
+
+    `fraction=0` is random search over the same ranges: every member draws its values from the priors once, as
+    `init="sample"` does, and keeps them; no round runs (so the interval, window, perturbation and resampling
+    do nothing), yet the population, its program and its record are PBT's, so the two compare like for like.
     """
 
     interval: int = 10
@@ -60,18 +64,29 @@ class PBTConfig:
         defaults = algorithm.pbt_explore if algorithm is not None else ()
         return replace(self, explore=tuple(Bound(*entry) for entry in defaults))
 
+    @property
+    def search(self) -> bool:
+        """Random search: members sample their values once and are never exploited (`fraction=0`)."""
+        return self.fraction == 0
+
     def validate(self, hp, config, num_members: int) -> None:
         """Refuse settings that cannot run, or would run without ever exploiting, for this algorithm's
         hyperparameters `hp` (their given values), its static `config` and a population of `num_members`."""
         interval = self.interval
         if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
             raise ConfigError(f"pbt-interval must be a positive integer, got {interval}")
+        if isinstance(self.fraction, (int, float)) and self.fraction == 0:
+            if self.init != "sample":
+                raise ConfigError("pbt-fraction 0 is random search, which samples every member's values: it needs "
+                                  "pbt-init sample (with pbt-init given every member would train the same values)")
+            self._check_explore(hp, config)
+            return
         if interval >= config.num_updates:
             raise ConfigError(f"pbt-interval={interval} leaves no PBT round in a run of {config.num_updates} "
                               f"updates; it must be below the number of updates")
         if not (isinstance(self.fraction, (int, float)) and 0 < self.fraction <= 0.5):
             raise ConfigError(f"pbt-fraction must be in (0, 0.5] (the bottom and top fractions may not overlap), "
-                              f"got {self.fraction}")
+                              f"or 0 for random search, got {self.fraction}")
         if int(self.fraction * num_members) < 1:
             needed = 1 / self.fraction
             least = f"at least {max(2, math.ceil(needed - 1e-9)):,}" if needed <= MAX_MEMBERS else "more"
@@ -121,6 +136,8 @@ class PBTConfig:
         """Updates per compiled chunk: a divisor of the interval, so every round ends a chunk. By default the
         largest one within a 25th of the run (the progress bar's and the checkpoints' step), or the interval
         itself where that divisor is much smaller (a prime interval would otherwise run one update a call)."""
+        if self.search:  # no round to land on a chunk's end
+            return chunk or max(1, math.ceil(num_updates / 25))
         if chunk is not None:
             if self.interval % chunk:
                 raise ConfigError(f"chunks of {chunk} updates do not divide pbt-interval={self.interval}")
@@ -140,8 +157,9 @@ class PBTConfig:
 
 
 def rounds(config: PBTConfig, num_updates: int) -> int:
-    """PBT rounds in a run: one after every `interval` updates but the last (no round after the final update)."""
-    return (num_updates - 1) // config.interval
+    """PBT rounds in a run: one after every `interval` updates but the last (no round after the final update);
+    none in random search."""
+    return 0 if config.search else (num_updates - 1) // config.interval
 
 
 def parse_explore(text: str) -> tuple[Bound, ...]:

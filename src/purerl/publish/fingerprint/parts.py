@@ -10,27 +10,28 @@ from pathlib import Path
 from purerl.config import ConfigError
 from purerl.publish.fingerprint.core import PACKAGE, REPO, Fingerprint, command_words, digest
 from purerl.publish.fingerprint.mfos import mfos_run_part, mfos_table_part
+from purerl.publish.fingerprint.pbt_study import pbt_study_part
 from purerl.publish.fingerprint.training import act_part, compare_part, value_loss_part
 
 
 # ------------------------------------------------------------------------------------------------ parts
 # The studies whose commands `components` can build without running (a study registered later falls back to its
 # source hash until its commands have builders here).
-COVERED = ("dpo", "value_loss", "mfos", "mfos_paper", "mfos_coin", "act")
+COVERED = ("dpo", "value_loss", "mfos", "mfos_paper", "mfos_coin", "act", "pbt")
 
 
 def part_commands(study_name: str, part: str) -> list[str]:
     """The registered commands whose computation makes `part` of a study's document (its fingerprint's commands,
-    `purerl.publish.fingerprint`): dpo's part ENV is the comparison on ENV; act's train-time parts are that env's ES
-    runs and the report that evaluates them; the M-FOS table's part GAME is the table command, restricted to
-    GAME; a one-command study's parts are all made by it."""
+    `purerl.publish.fingerprint`): dpo's and pbt's part ENV is the command on ENV; act's train-time parts are that
+    env's ES runs and the report that evaluates them; the M-FOS table's part GAME is the table command, restricted
+    to GAME; a one-command study's parts are all made by it."""
     from purerl.publish.catalog import STUDIES
 
     study = STUDIES[study_name]
     if part not in study.parts:
         raise ConfigError(f"{study_name} has no part '{part}'; its parts are {', '.join(study.parts)}")
-    if study_name == "dpo":
-        return [c for c in study.commands if c.startswith("purerl compare") and f" --env {part} " in f"{c} "]
+    if study_name in ("dpo", "pbt"):
+        return [c for c in study.commands if f" --env {part} " in f"{c} "]
     if study_name == "act":
         if part == "test-time":
             return [c for c in study.commands if c.startswith("purerl act test-time")]
@@ -48,6 +49,8 @@ def _builder(command: str):
         return value_loss_part
     if words[1] == "act":
         return act_part
+    if words[1] == "pbt-study":
+        return pbt_study_part
     if kind == "mfos table":
         return None  # per game: see `components`
     if words[1] == "mfos":
@@ -194,4 +197,4 @@ def _run_all(todo: list[tuple[str, str]], workers: int) -> list[tuple[dict | str
         return [futures[i].result() for i in range(len(todo))]
 
 
-_COST = {"mfos": 25, "act": 10, "value_loss": 10, "dpo": 3, "mfos_paper": 3, "mfos_coin": 3}  # seconds, roughly
+_COST = {"mfos": 25, "act": 10, "value_loss": 10, "dpo": 3, "mfos_paper": 3, "mfos_coin": 3, "pbt": 3}  # seconds, roughly

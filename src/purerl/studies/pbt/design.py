@@ -1,0 +1,136 @@
+"""What the PBT study trains, selects and evaluates: PBT, random search and the defaults at equal budgets.
+
+Issue 55's study (docs/results/pbt.md). Each method trains R independent repetitions; a repetition is a
+population of N members on seeds of its own, so PBT's rounds act within one repetition and never across
+them. The methods share the program and the budget: random search is PBT with no rounds (`PBTConfig`'s
+`fraction=0`, the same priors, and on the same seeds the same first draws as PBT), and the default is the
+preset's values for every member. Each repetition keeps its best member by its final training return (the
+rule PBT itself ranks on) and that member is evaluated greedily on fresh episodes; the R evaluated returns
+per method are the published sample.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from purerl import stats
+from purerl.config import ConfigError
+from purerl.run import pbt_files, results
+from purerl.run.pbt_config import PBTConfig
+from purerl.run.trainspec import TrainSpec
+
+METHODS = {"pbt": "PBT", "random": "random search", "default": "preset defaults"}  # run-folder name: label
+EVAL_SEED = 20_240_555  # the fresh episodes' key: apart from every training seed's stream
+
+
+@dataclass(frozen=True)
+class Design:
+    """What one task's comparison trains: `base` gives the env, preset, budget and repetition 0's seeds (its
+    population); `pbt` PBT's settings (random search is them with fraction 0)."""
+
+    base: TrainSpec
+    repetitions: int
+    pbt: PBTConfig
+    episodes: int
+
+    def validate(self) -> None:
+        if not isinstance(self.repetitions, int) or self.repetitions < 1:
+            raise ConfigError(f"--repetitions must be a positive integer, got {self.repetitions}")
+        if not isinstance(self.episodes, int) or self.episodes < 1:
+            raise ConfigError(f"--episodes must be a positive integer, got {self.episodes}")
+        if self.base.grid:
+            raise ConfigError("the study compares methods of choosing hyperparameters: give single values")
+        if self.pbt.search:
+            raise ConfigError("--pbt-fraction 0 is random search, which the study runs beside PBT; give PBT's "
+                              "fraction in (0, 0.5]")
+        for method in METHODS:
+            self.spec(method, self.repetitions - 1).validate()
+
+    def seeds(self, repetition: int) -> list[int]:
+        """Repetition r's members: the base seeds shifted by r populations, so no two repetitions share one."""
+        size = len(self.base.seeds)
+        return [seed + repetition * size for seed in self.base.seeds]
+
+    def spec(self, method: str, repetition: int) -> TrainSpec:
+        """One repetition of one method as a `purerl train` run."""
+        pbt = {"pbt": self.pbt, "random": dataclasses.replace(self.pbt, fraction=0.0), "default": None}[method]
+        return dataclasses.replace(self.base, seeds=self.seeds(repetition), pbt=pbt)
+
+    @property
+    def env_steps_per_member(self) -> int:
+        return self.base.config.num_updates * self.base.config.batch_size
+
+
+def run_dir(runs_dir: Path, env: str, method: str, repetition: int) -> Path:
+    return Path(runs_dir) / env.replace(":", "-").replace("/", "-") / f"{method}-rep{repetition}"
+
+
+def selected(run: Path) -> dict:
+    """The repetition's best member by final training return, and its training curve (population mean)."""
+    curve = results.read_member_returns(run)  # [updates, members]
+    final = results.final_returns(curve)
+    best = pbt_files.best_member(final)
+    with warnings.catch_warnings():  # an update where no member's episode ended is NaN, as in metrics.csv
+        warnings.simplefilter("ignore", RuntimeWarning)
+        population = np.nanmean(curve, axis=1)
+    return {"member": best, "final_return": float(final[best]), "population_curve": population}
+
+
+def evaluate_best(run: Path, member: int, episodes: int, repetition: int) -> tuple[float, dict]:
+    """The member's greedy return over `episodes` fresh episodes (`policy.evaluate`), and the hyperparameters
+    it ended with. The episodes' key depends on the repetition only, so every method meets the same episodes."""
+    from purerl.run.checkpoint import Checkpointer
+    from purerl.run.policy import evaluate, load_run
+    from purerl.run import pbt, rundir
+
+    spec, members, train, state = load_run(run)
+    hp = jax.tree.map(lambda x: x[member], members.hyperparams.as_arrays())
+    if spec.pbt is not None:  # the values it ended with, from the population's checkpoint
+        checkpointer = Checkpointer(run / rundir.CHECKPOINT)
+        population, _ = checkpointer.restore(pbt.like(train, members, spec.pbt))
+        checkpointer.close()
+        hp = jax.tree.map(lambda x: x[member], population.hp)
+    pick = lambda tree: jax.tree.map(lambda x: x[member], tree)  # noqa: E731
+    key = jax.random.fold_in(jax.random.PRNGKey(EVAL_SEED), repetition)
+    returns = jax.jit(lambda p, s, h: evaluate(train, p, s, key, episodes, False, h))(
+        pick(state.params), pick(state.obs_stats), hp)
+    return float(np.mean(np.asarray(returns))), {k: float(v) for k, v in hp._asdict().items()}
+
+
+def summarize(design: Design, rows: dict[str, list[dict]]) -> dict:
+    """The task's record: per method, each repetition's selection and evaluation, and their statistics."""
+    cfg = design.base.config
+    methods = {}
+    for method, reps in rows.items():
+        methods[method] = {
+            "label": METHODS[method],
+            "evaluated_return": stats.summarize([r["evaluated_return"] for r in reps]),
+            "selected_final_training_return": stats.summarize([r["final_return"] for r in reps]),
+            "repetitions": [{k: v for k, v in r.items() if k != "population_curve"} for r in reps],
+        }
+    return {
+        "env": cfg.env, "preset": design.base.preset, "algo": design.base.algo,
+        "members": len(design.base.seeds), "repetitions": design.repetitions,
+        "seeds": [s for r in range(design.repetitions) for s in design.seeds(r)],
+        "env_steps_per_member": design.env_steps_per_member, "num_updates": cfg.num_updates,
+        "batch_size": cfg.batch_size, "episodes": design.episodes,
+        "defaults": {k: float(v) for k, v in design.base.hyperparams._asdict().items()},
+        "pbt": design.pbt.to_json(), "methods": methods,
+    }
+
+
+def verdict(a: dict, b: dict, name_a: str, name_b: str) -> str:
+    """A against B in words: ahead or behind only where the 95% CIs separate, otherwise plainly not."""
+    sign = stats.separation(a, b)
+    if sign > 0:
+        return f"{name_a} beats {name_b} here (the 95% CIs separate)"
+    if sign < 0:
+        return f"{name_a} does not beat {name_b} here: it is behind (the 95% CIs separate)"
+    why = "the 95% CIs overlap" if a.get("ci_valid") and b.get("ci_valid") else "too few repetitions for a CI"
+    return f"{name_a} does not beat {name_b} here ({why}; {stats.NOT_DISTINGUISHABLE})"
