@@ -216,15 +216,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sessions_record(path: Path) -> bool:
-    """`path` is a sessions.json that `compare` wrote: a list of sessions' facts."""
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(record, list) and all(isinstance(s, dict) and {"commit", "date"} <= s.keys() for s in record)
-
-
 def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[str], report: Path,
                            results_dir: Path) -> None:
     """Before anything compiles: a comparison already in --runs-dir is continued (--resume) or replaced
@@ -240,7 +231,7 @@ def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[
             if rundir.marked(run) and not rundir.only_marker(run):  # not purerl's at all: `prepare` says so
                 raise ConfigError(f"{run} already holds a run; pass --resume to continue the comparison, or "
                                   "--overwrite to replace it (or choose another --runs-dir)")
-    files.check_replaceable(env_dir / compare.SESSIONS, "--runs-dir", own=_sessions_record)
+    files.check_replaceable(env_dir / compare.SESSIONS, "--runs-dir", own=provenance.is_sessions_record)
     if not provenance.read_manifest(report.parent).get(report.name):  # a new report: its folder is not purerl's yet
         for name in (f"{compare._slug(env)}.json", f"{compare._slug(env)}.png"):
             if (results_dir / name).exists() or (results_dir / name).is_symlink():

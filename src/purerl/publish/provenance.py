@@ -185,6 +185,16 @@ def listed(study: Study, command: str) -> bool:
                for registered in study.commands)
 
 
+def is_sessions_record(path: Path) -> bool:
+    """`path` is a sessions file a resumable study command wrote (a list of `session_facts`), so the command may
+    replace it."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(record, list) and all(isinstance(s, dict) and {"commit", "date"} <= s.keys() for s in record)
+
+
 def session_facts(study_name: str) -> dict:
     """This session's commit, source hash and tree state, kept in a resumable run's directory when the session
     starts (so a killed session is counted too) and passed to `record` as `sessions`."""

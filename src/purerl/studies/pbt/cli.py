@@ -116,17 +116,9 @@ def _add_session(task_dir: Path, resume: bool) -> list[dict]:
     from purerl.run import files
 
     path = task_dir / SESSIONS
-    files.check_replaceable(path, "--runs-dir", own=_sessions_record)
+    files.check_replaceable(path, "--runs-dir", own=provenance.is_sessions_record)
     earlier = json.loads(path.read_text()) if resume and path.is_file() else []
     sessions = [*earlier, provenance.session_facts("pbt")]
     task_dir.mkdir(parents=True, exist_ok=True)
     files.write_atomic(path, json.dumps(sessions, indent=2) + "\n")
     return sessions
-
-
-def _sessions_record(path: Path) -> bool:
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(record, list) and all(isinstance(s, dict) and {"commit", "date"} <= s.keys() for s in record)
