@@ -204,7 +204,7 @@ def test_check_compares_fingerprints_and_says_what_changed(tmp_path, monkeypatch
                                                   f"cannot be computed here, {no_brax})")
 
 
-def test_mark_writes_the_notice_and_clears_it_when_current(tmp_path, monkeypatch):
+def test_mark_writes_the_notice_and_clears_it_when_current_and_names_missing_parts(tmp_path, monkeypatch):
     print_ = {"hash": "1", "components": {}}
     parts = {"CartPole-v1": part_entry(CARTPOLE, print_), "Acrobot-v1": part_entry(ACROBOT, print_)}
     results = manifest_with(tmp_path, "dpo", parts)
@@ -220,8 +220,12 @@ def test_mark_writes_the_notice_and_clears_it_when_current(tmp_path, monkeypatch
     assert manifest["CartPole-v1"]["stale"].startswith("computation changed") and "stale" not in manifest["Acrobot-v1"]
     staleness.mark(results, stale)
     assert document.read_text() == text  # idempotent
+    missing = [name for name in STUDIES["dpo"].parts if name not in parts]
+    assert f"**INCOMPLETE: {len(missing)} part(s) not generated yet:** {', '.join(missing)}" in text
     staleness.mark(results, {})
-    assert document.read_text() == original
+    current = document.read_text()  # no stale part left; the parts never generated are still said
+    assert "STALE:" not in current and provenance.STALE_MARK not in current and "INCOMPLETE" in current
+    assert current.replace("\n".join(provenance.stale_notice("dpo", {}, missing)) + "\n", "") == original
 
 
 def test_record_stores_the_fingerprint_of_a_registered_command_only(tmp_path, monkeypatch):

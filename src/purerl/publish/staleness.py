@@ -35,14 +35,14 @@ def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
                 entry["stale"] = reasons[name]
         write_atomic(path.parent / provenance.MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         old = path.read_text()
-        text = marked(old, study.name, reasons)
+        text = marked(old, study.name, reasons, provenance.missing_parts(study.name, document["parts"]))
         if text != old:
             write_atomic(path, text)
             changed.append(path)
     return changed
 
 
-def marked(text: str, study_name: str, stale: dict[str, str]) -> str:
+def marked(text: str, study_name: str, stale: dict[str, str], missing: list[str] = ()) -> str:
     """`text` with its stale notice and marks replaced by those of `stale` ({part: why})."""
     lines = text.split("\n")
     if provenance.NOTICE_START in lines:
@@ -56,7 +56,7 @@ def marked(text: str, study_name: str, stale: dict[str, str]) -> str:
                 lines[i] = line.replace(f"- **{name}**:", f"- **{name}**{provenance.STALE_MARK}:", 1)
             elif line.startswith(f"| {name} |"):
                 lines[i] = line.replace(f"| {name} |", f"| {name}{provenance.STALE_MARK} |", 1)
-    notice = provenance.stale_notice(study_name, stale)
+    notice = provenance.stale_notice(study_name, stale, missing)
     if notice:
         title = next((i for i, line in enumerate(lines) if line.startswith("# ")), -1)
         at = title + 1
