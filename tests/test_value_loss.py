@@ -252,6 +252,28 @@ def test_cli_refuses_a_form_for_another_task_and_tune_runs_without_tuning(tmp_pa
     assert "--tune-runs needs --tuned-l2" in capsys.readouterr().err
 
 
+def test_fingerprint_of_the_published_command_is_unextended_and_tuning_extends_it(monkeypatch):
+    """The published analysis (scaled form, no tuning) lowers and probes what it did before; --tuned-l2 adds the
+    tuning and the extended record's numbers (programs are not lowered here: their names are enough)."""
+    from purerl.publish.catalog import STUDIES
+    from purerl.publish.fingerprint import core, training
+
+    monkeypatch.setattr(core.Fingerprint, "program", lambda self, name, *args, **kw: self.add(f"program {name}", "-"))
+
+    def names(command):
+        fp = core.Fingerprint()
+        training.value_loss_part(fp, command)
+        return set(fp.components)
+
+    published = STUDIES["value_loss"].commands[0]
+    plain = names(published)
+    assert not {n for n in plain if "tuning" in n or "loss numbers" in n or "forms" in n or "paired" in n}
+    assert {"host loss shape", "host scale-only ablation", "program training_budget learned training"} <= plain
+    tuned = names(published + " --tuned-l2")
+    assert tuned - plain == {"input forms", "input tuning", "host tuning keys", "host tuning choice", "host loss numbers l2",
+                             "host loss numbers learned", "host paired differences"}
+
+
 @pytest.mark.slow
 def test_analyze_evaluates_both_forms_against_a_tuned_l2(tmp_path, monkeypatch):
     monkeypatch.setitem(value_loss.PRESETS["cpu"], "inner", dict(num_envs=4, num_steps=64, total_timesteps=1024))
