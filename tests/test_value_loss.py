@@ -1,9 +1,11 @@
-"""The evolved value loss: it starts at L2, its shape numbers mean what they say, and the analysis
-command writes the published record from evolve runs (tiny budgets)."""
+"""The evolved value loss: both forms start at L2, the shape numbers mean what they say, L2 is tuned on the
+evolutions' own training keys, and the analysis command writes the published record from evolve runs (tiny
+budgets), an older record rendering as it did."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -11,11 +13,13 @@ import numpy as np
 import pytest
 
 from purerl.publish import provenance
-from purerl.algos.objectives import l2, learned_log_weight, learned_value_loss
+from purerl.algos.objectives import l2, learned_log_weight, learned_value_loss, mlp_value_loss
 from purerl.cli import main
-from purerl.config import PPOConfig
+from purerl.config import ConfigError, PPOConfig
 from purerl.studies import value_loss
-from purerl.studies.value_loss import shape as value_loss_shape
+from purerl.studies.value_loss import markdown, record, report, shape as value_loss_shape, tuning
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_initial_loss_is_exactly_l2_and_its_gradient():
@@ -94,3 +98,208 @@ def test_paper_preset_is_the_published_scale_with_a_memory_budget():
     assert (es.population_size, es.generations) == (512, 1024)
     assert value_loss.inner_config("paper") == PPOConfig()  # PureJaxRL CartPole: 4 envs x 128 steps, 5e5 steps
     assert value_loss.memory_budget_mb("paper") > 0 and value_loss.memory_budget_mb("cpu") is None
+
+
+# ------------------------------------------------------------------ the mlp form, shape numbers, tuned L2 (issue 56)
+def test_default_task_records_what_the_published_evolutions_record_and_mlp_names_its_form():
+    committed = json.loads((ROOT / "docs/results/value_loss/es_seed0/config.json").read_text())
+    assert value_loss.make_task("cpu").info == committed["task_info"]  # so an older run still resumes
+    assert value_loss.form_of(committed) == "scaled"
+    info = value_loss.make_task("cpu", loss_form="mlp").info
+    assert info["loss_form"] == "mlp" and value_loss.form_of({"task_info": info}) == "mlp"
+    with pytest.raises(ConfigError, match="unknown loss form"):
+        value_loss.make_task("cpu", loss_form="huber")
+
+
+def test_mlp_form_starts_exactly_at_l2_yet_may_move_its_slope_at_zero():
+    params = value_loss.initial_params(form="mlp")
+    value, target = jnp.array([-3.0, 0.5, 10.0, 42.0]), jnp.array([1.0, 0.5, 80.0, 7.0])
+    np.testing.assert_array_equal(mlp_value_loss(value, value, target, None, params), l2(value, value, target, None, None))
+    grad = jax.grad(lambda v: mlp_value_loss(v, v, target, None, params).sum())(value)
+    np.testing.assert_allclose(grad, value - target, rtol=1e-6)
+    # Mirrored candidates (mean +- e) are different losses, so OpenES sees a gradient at the start.
+    noise = jax.tree.map(lambda x: 0.1 * jax.random.normal(jax.random.PRNGKey(1), x.shape), params)
+    plus, minus = (jax.tree.map(lambda m, e: m + sign * e, params, noise) for sign in (1, -1))
+    gap = mlp_value_loss(value, value, target, None, plus) + mlp_value_loss(value, value, target, None, minus)
+    assert float(jnp.abs(gap - 2 * l2(value, value, target, None, None)).max()) > 1e-3
+    # A constant h = 0.7 (the output bias) is a slope of 0.7 at v = t: the critic settles at v - t = -0.7.
+    tilted = {**params, "out": {**params["out"], "bias": jnp.full((1,), 0.7)}}
+    numbers = value_loss_shape.loss_numbers(mlp_value_loss, tilted)["summary"]
+    assert numbers["slope_left"] == pytest.approx(0.7, abs=2e-3) and numbers["slope_right"] == pytest.approx(0.7, abs=2e-3)
+    assert numbers["minimum_at"] == pytest.approx(-0.7, abs=0.1) and numbers["over_under_ratio"]["10"] > 1
+
+
+def test_loss_numbers_read_l2_a_scaled_l2_an_asymmetric_kink_and_a_bent_loss():
+    plain = value_loss_shape.loss_numbers(l2, None)["summary"]
+    assert plain["slope_left"] == pytest.approx(0.0, abs=2e-3) and plain["slope_right"] == pytest.approx(0.0, abs=2e-3)
+    assert plain["curvature_at_zero"] == pytest.approx(1.0) and plain["effective_vf_coef"] == pytest.approx(0.5)
+    assert plain["minimum_at"] == 0 and plain["negative_curvature_share"] == 0
+    assert all(r == pytest.approx(1.0) for r in plain["over_under_ratio"].values())
+    assert all(r == pytest.approx(1.0, rel=1e-4) for r in plain["normalised"].values())
+    assert plain["shape_distance"] == pytest.approx(0.0, abs=1e-5)
+
+    def scaled(v, old, t, hp, meta):
+        return 0.12 * l2(v, old, t, hp, meta)
+
+    small = value_loss_shape.loss_numbers(scaled, None)["summary"]  # a scale is not a shape
+    assert small["effective_vf_coef"] == pytest.approx(0.06) and small["shape_distance"] == pytest.approx(0.0, abs=1e-4)
+
+    def kink(v, old, t, hp, meta):  # over-estimates pay 2 per unit error on top of L2, under-estimates 0.5
+        e = v - t
+        return 0.5 * e**2 + 2.0 * jax.nn.relu(e) + 0.5 * jax.nn.relu(-e)
+
+    k = value_loss_shape.loss_numbers(kink, None)["summary"]
+    assert k["slope_right"] == pytest.approx(2.0, abs=2e-3) and k["slope_left"] == pytest.approx(-0.5, abs=2e-3)
+    assert k["over_under_ratio"]["10"] == pytest.approx((50 + 20) / (50 + 5), rel=1e-4)
+    assert k["normalised"]["1"] == pytest.approx(5.0, rel=1e-3) and k["shape_distance"] > 0.05
+
+    def cauchy(v, old, t, hp, meta):  # curvature 20 at 0, negative beyond |e| = 1
+        return 10.0 * jnp.log1p((v - t) ** 2)
+
+    c = value_loss_shape.loss_numbers(cauchy, None)["summary"]
+    assert c["curvature_at_zero"] == pytest.approx(20.0, rel=1e-4)
+    assert c["negative_curvature_share"] == pytest.approx(58 / 60, abs=0.01) and c["normalised"]["30"] < 0.1
+
+
+def test_scale_only_ablation_of_the_mlp_form_is_l2_at_its_curvature():
+    params = value_loss.initial_params(form="mlp")
+    bent = {**params, "out": {"kernel": jnp.full_like(params["out"]["kernel"], 0.3), "bias": jnp.full((1,), 0.5)},
+            "log_scale": jnp.full((1,), -1.0)}
+    curvature = value_loss_shape.curvature_at_zero(mlp_value_loss, bent, 0.0)
+    ablation = report.scale_only_params("mlp", bent)
+    value, target = jnp.array([-3.0, 0.5, 10.0]), jnp.array([1.0, 0.0, 80.0])
+    np.testing.assert_allclose(mlp_value_loss(value, value, target, None, ablation),
+                               curvature * l2(value, value, target, None, None), rtol=1e-5)
+    slope = (curvature / np.exp(-1.0) - 1.0) / 2.0  # h'(0): the curvature is exp(s) (1 + 2 h'(0))
+    concave = {**bent, "out": {"kernel": bent["out"]["kernel"] * (-5.0 / slope), "bias": bent["out"]["bias"]}}
+    assert value_loss_shape.curvature_at_zero(mlp_value_loss, concave, 0.0) == pytest.approx(-9.0 * np.exp(-1.0), rel=1e-3)
+    assert report.scale_only_params("mlp", concave) is None  # no L2 is concave
+
+
+def test_training_keys_are_the_keys_evolution_trained_on_and_tuning_takes_each_seed_once():
+    from purerl.meta import evolve
+    from purerl.meta.evolve import Evolution, MetaTask
+    from purerl.meta.strategies import ESConfig
+
+    config = ESConfig(strategy="open_es", population_size=4, generations=3, rollouts=2, seed=7)
+    evolution = Evolution(MetaTask("toy", {"w": jnp.zeros(2)}, lambda key, p: jnp.sum(p["w"]), {}, 0), config)
+    seen = []
+
+    def evaluate(part, keys):
+        seen.append(np.asarray(keys))
+        return evolution.placement.put(np.zeros(evolution.placement.padded(config.population_size), np.float32))
+
+    evolution._evaluate = evaluate
+    state = evolution.init_state()
+    for index in range(config.generations):
+        state = evolution.generation(state, index)[0]
+    np.testing.assert_array_equal(np.concatenate(seen), evolve.training_keys(config))
+
+    es = {k: v for k, v in config.__dict__.items() if k != "max_parallel"}
+    other = es | {"seed": 8}
+    keys = tuning.tuning_keys([es, other, es | {"lr": 0.5}], 6)  # the third is another form at seed 7: once
+    own, theirs = evolve.training_keys(config), evolve.training_keys(ESConfig(**other))
+    np.testing.assert_array_equal(keys, np.concatenate([own[:2], theirs[:2], own[2:4]]))
+    with pytest.raises(ConfigError, match="needs more"):
+        tuning.tuning_keys([es], 7)
+
+
+def test_tuning_chooses_the_best_mean_fitness_and_a_nan_run_cannot_win():
+    fitness = np.array([[10.0, 12.0], [30.0, np.nan], [20.0, 21.0]])
+    chosen = tuning.choose((0.1, 0.2, 0.4), fitness)
+    assert chosen["vf_coef"] == 0.4 and chosen["mean_fitness"][0] == 11.0 and len(chosen["summaries"]) == 3
+    assert len(tuning.GRID) >= 6 and tuning.GRID[0] == 1 / 128 and tuning.GRID[-1] == 1.0 and 0.5 in tuning.GRID
+    assert np.allclose(np.diff(np.log(tuning.GRID)), np.log(2.0))  # log-spaced, as the CLI's help says
+
+
+def test_paired_difference_gives_a_ci_and_a_verdict_only_where_it_decides():
+    base = np.linspace(100.0, 200.0, 16)
+    ahead = value_loss.paired_difference(base + 2.0, base)
+    assert ahead["mean"] == pytest.approx(2.0) and ahead["ci95_low"] == pytest.approx(2.0) and ahead["verdict"] == "better"
+    noisy = value_loss.paired_difference(base + np.where(np.arange(16) % 2, 3.0, -3.0), base)
+    assert noisy["ci95_low"] < 0 < noisy["ci95_high"] and noisy["verdict"] == "not distinguishable"
+    few = value_loss.paired_difference(base[:5] - 9.0, base[:5])
+    assert not few["ci_valid"] and few["verdict"] == "not distinguishable"
+
+
+def test_the_published_record_renders_without_the_new_sections_and_an_extended_one_with_them():
+    committed = json.loads((ROOT / "docs/results/value_loss.json").read_text())
+    text = markdown.render(committed, "value_loss")
+    assert "tuned" not in text and "Paired differences" not in text and "loss_shapes" not in text
+    extended = json.loads(json.dumps(committed))
+    rows = extended["all_candidates"]["training_budget"]
+    rows["tuned_l2"] = {**rows["l2"], "auc_per_seed": [v - 10.0 for v in rows["learned"]["auc_per_seed"]]}
+    shape = value_loss_shape.loss_numbers(l2, None)
+    extended["forms"] = {"scaled": {"learned": "learned", "selected": "es_seed0", "task": extended["evolution"]["task"],
+                                    "es_seeds": extended["evolution"]["es_seeds"], "loss_shape": shape}}
+    extended["loss_shapes"] = {"l2": shape, "learned": shape}
+    extended["tuned_l2"] = {"grid": list(tuning.GRID), "mean_fitness": [1.0] * len(tuning.GRID), "vf_coef": 0.0625,
+                            "runs": 128, "total_timesteps": 100_000, "es_seeds": [0, 1, 2]}
+    extended["paired"] = record.paired(extended["all_candidates"], ["learned"])
+    text = markdown.render(extended, "value_loss")
+    assert "**Yes: `learned` beats L2 with a tuned value coefficient** (vf_coef 0.0625" in text
+    assert "| CartPole-v1, training budget | 256 | " in text and "**+10.0 [+10.0, +10.0]**" in text
+    assert "`tuned_l2` | -0.00 / +0.00 |" not in text and "| `learned` | -0.00 / +0.00 | 1.00 | 0.500 |" in text
+    assert next(line for line in text.split("\n") if line.startswith("| setting | steps | n |")).startswith(
+        "| setting | steps | n | learned | l2 | clipped_l2 | tuned_l2 | learned_scale_only |")
+
+
+def test_cli_refuses_a_form_for_another_task_and_tune_runs_without_tuning(tmp_path, capsys):
+    assert main(["evolve", "lpo", "--loss-form", "mlp", "--out", str(tmp_path / "x")]) == 2
+    assert "--loss-form is the value-loss task's" in capsys.readouterr().err
+    (tmp_path / "config.json").write_text("{}")
+    assert main(["analyze", "value-loss", str(tmp_path), "--tune-runs", "8", "--report", str(tmp_path / "r.md")]) == 2
+    assert "--tune-runs needs --tuned-l2" in capsys.readouterr().err
+
+
+def test_fingerprint_of_the_published_command_is_unextended_and_tuning_extends_it(monkeypatch):
+    """The published analysis (scaled form, no tuning) lowers and probes what it did before; --tuned-l2 adds the
+    tuning and the extended record's numbers (programs are not lowered here: their names are enough)."""
+    from purerl.publish.catalog import STUDIES
+    from purerl.publish.fingerprint import core, training
+
+    monkeypatch.setattr(core.Fingerprint, "program", lambda self, name, *args, **kw: self.add(f"program {name}", "-"))
+
+    def names(command):
+        fp = core.Fingerprint()
+        training.value_loss_part(fp, command)
+        return set(fp.components)
+
+    published = STUDIES["value_loss"].commands[0]
+    plain = names(published)
+    assert not {n for n in plain if "tuning" in n or "loss numbers" in n or "forms" in n or "paired" in n}
+    assert {"host loss shape", "host scale-only ablation", "program training_budget learned training"} <= plain
+    tuned = names(published + " --tuned-l2")
+    assert tuned - plain == {"input forms", "input tuning", "host tuning keys", "host tuning choice", "host loss numbers l2",
+                             "host loss numbers learned", "host paired differences"}
+
+
+@pytest.mark.slow
+def test_analyze_evaluates_both_forms_against_a_tuned_l2(tmp_path, monkeypatch):
+    monkeypatch.setitem(value_loss.PRESETS["cpu"], "inner", dict(num_envs=4, num_steps=64, total_timesteps=1024))
+    monkeypatch.setattr("purerl.studies.value_loss.report.DYNAMICS_SEEDS", 2)
+    monkeypatch.setattr(tuning, "GRID", (0.125, 0.5))
+    runs = []
+    for form, seed in (("scaled", 0), ("mlp", 0), ("mlp", 1)):
+        out = tmp_path / f"{form}{seed}"
+        assert main(["evolve", "value-loss", "--loss-form", form, "--population-size", "4", "--generations", "2",
+                     "--rollouts", "2", "--total-timesteps", "1024", "--seed", str(seed), "--out", str(out),
+                     "--no-progress"]) == 0
+        runs.append(str(out))
+    assert json.loads((tmp_path / "mlp0" / "config.json").read_text())["task_info"]["loss_form"] == "mlp"
+    report_path = tmp_path / "docs" / "value_loss.md"
+    assert main(["analyze", "value-loss", ",".join(runs), "--report", str(report_path), "--seeds", "10",
+                 "--tuned-l2", "--tune-runs", "4", "--stages", "training_budget,critic"]) == 0
+    result = json.loads(report_path.with_suffix(".json").read_text())
+    assert result["tuned_l2"]["grid"] == [0.125, 0.5] and result["tuned_l2"]["runs"] == 4
+    assert result["tuned_l2"]["vf_coef"] == [0.125, 0.5][int(np.argmax(result["tuned_l2"]["mean_fitness"]))]
+    held = result["all_candidates"]["training_budget"]
+    assert {"learned", "learned_mlp", "l2", "clipped_l2", "tuned_l2", "learned_scale_only"} <= held.keys()
+    assert len({"mlp_es_seed0", "mlp_es_seed1"} & held.keys()) == 1  # the mlp run not selected
+    assert set(result["paired"]["training_budget"]["learned_mlp"]) == {"l2", "clipped_l2", "tuned_l2", "scale_only"}
+    assert result["forms"]["mlp"]["learned"] == "learned_mlp" and "tuned_l2" in result["critic_dynamics"]
+    assert result["not_measured"] == ["acrobot", "2x_budget", "5x_budget"]
+    text = report_path.read_text()
+    assert "with a tuned value coefficient" in text and "Loss shape (`loss_shapes`" in text
+    assert {"loss.png", "loss_mlp.png", "learned_mlp_meta_params.msgpack", "mlp_es_seed1"} <= {
+        p.name for p in (tmp_path / "docs" / "value_loss").iterdir()}

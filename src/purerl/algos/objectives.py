@@ -121,6 +121,49 @@ def init_value_loss_params(key: jax.Array, hidden: int = 16) -> dict:
     }
 
 
+def mlp_shape(meta_params, error) -> jax.Array:
+    """h(e) = out . tanh(W2 tanh(W1 x + b1) + b2) + c on x = asinh(e) / 3: the mlp form's learned term per unit error."""
+    x = jnp.arcsinh(error)[..., None] / 3.0
+    first = jnp.tanh(x @ meta_params["hidden"]["kernel"] + meta_params["hidden"]["bias"])
+    second = jnp.tanh(first @ meta_params["hidden2"]["kernel"] + meta_params["hidden2"]["bias"])
+    return (second @ meta_params["out"]["kernel"])[..., 0] + meta_params["out"]["bias"][0]
+
+
+def mlp_value_loss(value, old_value, target, hp, meta_params) -> jax.Array:
+    """An unconstrained meta-learned loss of the error e = v - t: exp(s) (0.5 e^2 + e h(e)), h a small tanh MLP.
+
+    Any smooth loss of the error is 0.5 e^2 + e h(e) up to a constant (which no gradient sees), so h is free: the
+    loss may have a slope exp(s) h(0) at e = 0 (the critic then settles off the target), be asymmetric, non-convex,
+    or negative. h is bounded, so far from the target the loss is L2 at the scale exp(s): the form contains every
+    scaled L2, and a learned shape is what it adds to a learned scale. The error alone, as in the PureJaxRL
+    walkthrough this study follows: the scaled form, which also sees the target, weighs errors nearly alike at
+    every target (docs/results/value_loss.md).
+    """
+    del old_value, hp
+    error = value - target
+    scale = jnp.exp(meta_params["log_scale"][0])
+    return scale * (0.5 * jnp.square(error) + error * mlp_shape(meta_params, error))
+
+
+def init_mlp_value_loss_params(key: jax.Array, hidden: int = 16) -> dict:
+    """Two random tanh layers, a zero output layer and a zero log-scale: the search starts exactly at L2.
+
+    Two layers as the walkthrough's 64-64 net, a quarter as wide: one input needs no width for a flexible curve,
+    and OpenES estimates its gradient from the same 32 candidates whatever the dimension (322 numbers, not 4,353).
+    The first layer's random slopes and offsets spread its units over asinh(e) / 3 in [-2, 2]; not zeros, because
+    a net odd in its layers gives each antithetic pair the same loss, and OpenES no gradient.
+    """
+    first_key, bias_key, second_key = jax.random.split(key, 3)
+    return {
+        "hidden": {"kernel": jax.random.normal(first_key, (1, hidden)),
+                   "bias": jax.random.uniform(bias_key, (hidden,), minval=-2.0, maxval=2.0)},
+        "hidden2": {"kernel": jax.random.normal(second_key, (hidden, hidden)) / jnp.sqrt(hidden),
+                    "bias": jnp.zeros((hidden,))},
+        "out": {"kernel": jnp.zeros((hidden, 1)), "bias": jnp.zeros((1,))},
+        "log_scale": jnp.zeros((1,)),
+    }
+
+
 class FullObservation:
     """The default `observe` hook: the agent sees the environment's observation unchanged."""
 

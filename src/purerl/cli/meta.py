@@ -38,6 +38,9 @@ def add_evolve(sub) -> None:
                         help="final return or mean return over training (default: the task preset's)")
     evolve.add_argument("--total-timesteps", type=positive(integer),
                         help="env steps of each inner training run (default: the task preset's)")
+    evolve.add_argument("--loss-form", choices=["scaled", "mlp"],
+                        help="value-loss: scaled (default), 0.5 (v - t)^2 exp(g(v, t)), L2 reweighted; or mlp, "
+                        "exp(s) (0.5 e^2 + e h(e)) with h an MLP of the error e = v - t, free to have a slope at e = 0")
     evolve.add_argument("--memory-budget-mb", type=positive(finite_float),
                         help="evaluate in chunks that fit this much memory per device (XLA memory analysis)")
     add_distributed_flags(evolve)
@@ -76,6 +79,12 @@ def add_analyze(sub) -> None:
     analyze.add_argument("--transfer-seeds", type=integer, help="value-loss: held-out seeds per transfer setting (default --seeds)")
     analyze.add_argument("--stages", help="value-loss: comma-separated stages to measure (default all: training_budget, "
                          "acrobot, 2x_budget, 5x_budget, critic); the others are kept from the report's JSON")
+    analyze.add_argument("--tuned-l2", action="store_true",
+                         help="value-loss: first grid L2's vf_coef (8 values, 1/128 to 1) on the evolutions' own training "
+                         "runs and budget, and add the best as the baseline tuned_l2")
+    analyze.add_argument("--tune-runs", type=positive(integer),
+                         help="value-loss, with --tuned-l2: training runs per vf_coef (default 128), the first of those "
+                         "the evolutions' fitness trained on")
     analyze.set_defaults(run=cmd_analyze)
 
 
@@ -114,7 +123,10 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     overrides.update({k: getattr(args, k) for k in es_fields if getattr(args, k) is not None})
     es_config = study.es_config(args.preset, **overrides)
     es_config.validate()
-    task = study.make_task(args.preset, args.total_timesteps, args.fitness, args.env)
+    if args.loss_form and args.task != "value-loss":
+        raise ConfigError(f"--loss-form is the value-loss task's; {args.task} has none")
+    form = {"loss_form": args.loss_form} if args.loss_form else {}
+    task = study.make_task(args.preset, args.total_timesteps, args.fitness, args.env, **form)
     if args.resume and args.out is None:
         raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
     out = args.out or default_out(f"evolve-{args.task}")
@@ -159,7 +171,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"plot: {report['plot']}")
         return 0
     from purerl.publish import provenance
-    from purerl.studies.value_loss import report as value_loss_report
+    from purerl.studies.value_loss import report as value_loss_report, tuning
 
     sources = [Path(p) for p in args.run_dir.split(",") if p.strip()]
     if not sources:
@@ -177,14 +189,26 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if unknown or not stages:
         raise ConfigError(f"unknown stage '{unknown[0] if unknown else args.stages}'; choose from "
                           f"{', '.join(value_loss_report.STAGES)}")
+    if args.tune_runs is not None and not args.tuned_l2:
+        raise ConfigError("--tune-runs needs --tuned-l2")
+    tune_runs = (args.tune_runs or tuning.RUNS) if args.tuned_l2 else None
     args.report = provenance.check_report(args.report or sources[0] / "analysis" / "value_loss.md", "value_loss")
-    record = value_loss_report.analyze(sources, args.report, args.seeds, args.argv, args.transfer_seeds, stages)
+    record = value_loss_report.analyze(sources, args.report, args.seeds, args.argv, args.transfer_seeds, stages,
+                                       tune_runs)
     shape = record["shape"]
-    print(f"learned loss: over/under-estimation loss ratio {shape['over_under_ratio']}, convex={shape['convex']} "
-          f"(non-convex share per target {shape['nonconvex_fraction']}), weight at v=t {shape['weight_at_zero']}")
+    if shape:
+        print(f"learned loss: over/under-estimation loss ratio {shape['over_under_ratio']}, convex={shape['convex']} "
+              f"(non-convex share per target {shape['nonconvex_fraction']}), weight at v=t {shape['weight_at_zero']}")
+    for name, numbers in (record.get("loss_shapes") or {}).items():
+        s = numbers["summary"]
+        print(f"{name}: slope at v=t {s['slope_left']:+.3f} / {s['slope_right']:+.3f}, as L2 at vf_coef "
+              f"{s['effective_vf_coef']:.3f}, shape beyond scale {s['shape_distance']}")
     held = record["held_out"]
     if "verdict_vs_l2" in held:
         print(f"held-out, training budget: learned {held['verdict_vs_l2']} vs L2, {held['verdict_vs_clipped_l2']} vs clipped L2")
+    for name, others in (record.get("paired") or {}).get("training_budget", {}).items():
+        print(f"paired, training budget: {name} " + ", ".join(f"{d['verdict']} vs {other} ({d['mean']:+.1f})"
+                                                            for other, d in others.items()))
     print(f"report: {args.report}")
     return 0
 

@@ -113,8 +113,7 @@ class Evolution:
         The row logs the raw fitness the task defines, over the candidates where it is finite. A generation with
         no finite fitness leaves the ES state as it was and has no best candidate (None).
         """
-        key = jax.random.fold_in(jax.random.PRNGKey(self.config.seed), index)
-        ask_key, eval_key, tell_key = jax.random.split(key, 3)
+        ask_key, eval_key, tell_key = generation_keys(self.config.seed, index)
         tick = time.perf_counter()
         population, state = self.strategy.ask(ask_key, state, self.params)
         fitness = np.asarray(self.evaluate(eval_key, population), np.float64)
@@ -131,6 +130,19 @@ class Evolution:
 
     def mean(self, state) -> Any:
         return self.strategy.get_mean(state)
+
+
+def generation_keys(seed: int, index: int) -> jax.Array:
+    """The ask, evaluation and tell keys of generation `index` of the ES run with `seed`."""
+    return jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), index), 3)
+
+
+def training_keys(config: ESConfig) -> np.ndarray:
+    """The keys of the training runs behind the fitness of every generation, generation by generation
+    ([generations x rollouts, 2]): every candidate of a generation trained on its `rollouts` keys
+    (`Evolution.evaluate`), so a baseline tuned on these saw what the evolved parameters saw, and no other seed."""
+    return np.concatenate([np.asarray(jax.random.split(generation_keys(config.seed, index)[1], config.rollouts))
+                           for index in range(config.generations)])
 
 
 def memory_per_candidate(evolution: Evolution) -> float:

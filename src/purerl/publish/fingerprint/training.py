@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl.publish.fingerprint.core import REPO, Fingerprint, abstract, host_common, parse_command
+from purerl.publish.fingerprint.core import REPO, Fingerprint, abstract, host_common, parse_command, probe_inputs
 
 
 # ------------------------------------------------------------------------------------------------ PPO runs
@@ -70,32 +70,44 @@ def _compare_probe() -> dict:
 
 # ------------------------------------------------------------------------------------------------ value loss
 def value_loss_part(fp: Fingerprint, command: str) -> None:
-    """`purerl analyze value-loss`: the committed evolutions, the ES seed it selects, PPO with the learned loss and
-    both baselines at every held-out setting, the critic probe, and the statistics."""
+    """`purerl analyze value-loss`: the committed evolutions, the ES seed it selects per loss form, PPO with each
+    learned loss and both baselines at every held-out setting, the critic probe, and the statistics. A command
+    that evaluates another form than the scaled one, or tunes L2 (`--tuned-l2`), makes the extended record
+    (`report.analyze`): then also its forms, the tuning's keys and choice, the loss numbers and the paired
+    differences."""
     import jax
     import jax.numpy as jnp
 
-    from purerl.algos.objectives import clipped_l2, l2, learned_value_loss
+    from purerl.algos.objectives import clipped_l2, l2
     from purerl.algos.ppo import make_train
     from purerl.config import HyperParams
     from purerl.run.population import make_members
     from purerl.studies import value_loss
-    from purerl.studies.value_loss import report as value_loss_report, shape as value_loss_shape
+    from purerl.studies.value_loss import report as value_loss_report, shape as value_loss_shape, tuning
 
     args = parse_command(command)
     sources = [REPO / s for s in args.run_dir.split(",") if s]
     fp.files("evolutions", [p for s in sources for p in sorted(s.iterdir())
                             if p.name in ("config.json", "generations.csv", "mean_meta_params.msgpack")])
-    evolutions = {}
-    for source in sources:
-        evolution = value_loss_report.load_evolution(source)
-        evolutions[f"es_seed{evolution['config']['es']['seed']}"] = evolution
+    evolutions, forms = value_loss_report.load_evolutions(sources)
     summaries = {name: value_loss_report.evolution_summary(e) for name, e in evolutions.items()}
-    selected = max(summaries, key=lambda name: summaries[name]["last_generations_mean_fitness"])
-    chosen = evolutions[selected]["params"]
+    _, chosen = value_loss_report.learned_losses(evolutions, forms, summaries)
+    selected = chosen[forms[0]]["selected"]
     fp.input("selection", {"selected": selected, "summaries": {k: {**v, "seconds": None} for k, v in summaries.items()}})
-    fp.probe("scale-only ablation", value_loss_report.constant_weight_params, chosen)
-    fp.probe("loss shape", value_loss_shape.shape_numbers, chosen)
+    extended = args.tuned_l2 or forms != ["scaled"]
+    if extended:
+        fp.input("forms", chosen)
+    learned = {}
+    for form, entry in chosen.items():
+        loss, params = value_loss.FORMS[form].loss, evolutions[entry["selected"]]["params"]
+        learned[entry["learned"]] = (loss, params)
+        if form == "scaled":
+            fp.probe("scale-only ablation", value_loss_report.constant_weight_params, params)
+            fp.probe("loss shape", value_loss_shape.shape_numbers, params)
+        else:
+            fp.probe(f"scale-only ablation {form}", value_loss_report.scale_only_params, form, params)
+        if extended:
+            fp.probe(f"loss numbers {entry['learned']}", value_loss_shape.loss_numbers, loss, params)
     preset = evolutions[selected]["config"]["preset"]
     budget = int(evolutions[selected]["config"]["task_info"]["total_timesteps"])
     fp.input("arguments", {"seeds": args.seeds, "transfer_seeds": args.transfer_seeds, "preset": preset,
@@ -103,8 +115,8 @@ def value_loss_part(fp: Fingerprint, command: str) -> None:
                            "settings": value_loss.transfer_settings(budget),
                            "dynamics_seeds": value_loss_report.DYNAMICS_SEEDS})
     hp = _first(make_members([0], HyperParams()).hyperparams)
-    meta = abstract(chosen)
-    losses = {"learned": (learned_value_loss, meta), "l2": (l2, None), "clipped_l2": (clipped_l2, None)}
+    losses = {name: (loss, abstract(params)) for name, (loss, params) in learned.items()}
+    losses |= {"l2": (l2, None), "clipped_l2": (clipped_l2, None)}  # tuned L2 and the tuning run l2's programs
     key = jax.ShapeDtypeStruct((2,), jnp.uint32)
     for setting, spec in value_loss.transfer_settings(budget).items():
         config = value_loss.inner_config(preset, env=spec["env"], total_timesteps=spec["total_timesteps"])
@@ -127,7 +139,22 @@ def value_loss_part(fp: Fingerprint, command: str) -> None:
     member_keys(fp, make_members(list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START
                                             + max(args.seeds, args.transfer_seeds or 0))), HyperParams()))
     fp.probe("fitness per seed", lambda: [value_loss.fitness_per_seed(c) for c in _curves()])
+    if args.tuned_l2:
+        runs = args.tune_runs or tuning.RUNS
+        fp.input("tuning", {"grid": list(tuning.GRID), "runs": runs})
+        fp.probe("tuning keys", tuning.tuning_keys, [e["config"]["es"] for e in evolutions.values()], runs)
+        fp.probe("tuning choice", lambda: tuning.choose(tuning.GRID, _tuning_fitness(len(tuning.GRID))))
+    if extended:
+        fp.probe("loss numbers l2", value_loss_shape.loss_numbers, l2, None)
+        fp.probe("paired differences", lambda: [value_loss.paired_difference(v, v[::-1] - 5.0) for v in probe_inputs()])
     host_common(fp)
+
+
+def _tuning_fitness(count: int) -> np.ndarray:
+    """Fitness [coefficients, runs] for the tuning's choice, one coefficient with a NaN run."""
+    fitness = np.random.default_rng(13).normal(150.0, 40.0, (count, 16))
+    fitness[0, 3] = np.nan
+    return fitness
 
 
 def _curves() -> list[np.ndarray]:

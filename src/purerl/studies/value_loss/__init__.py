@@ -1,22 +1,25 @@
 """Meta-learned value loss (the PureJaxRL meta-evolution demo): the task and its held-out evaluation.
 
-OpenES evolves g in the distance 0.5 (v - t)^2 exp(g(v, t)) that replaces PPO's value loss on
-CartPole-v1 (see `objectives.learned_value_loss`). g's output layer starts at zero, so generation
-0 trains with exactly L2 and every candidate is a reweighting of L2 that is still zero only at
-v = t. The fitness is the mean return over training (area under the curve) at a budget where L2
-has not yet reached 500. `held_out` retrains the evolved loss, L2 and PPO's clipped L2 on seeds
-that evolution never used, at the training budget, at longer budgets and on another environment.
+OpenES evolves a loss that replaces PPO's value loss on CartPole-v1, in one of two forms (`FORMS`):
+`scaled`, the distance 0.5 (v - t)^2 exp(g(v, t)) (`objectives.learned_value_loss`), a reweighting of L2
+that stays zero only at v = t; or `mlp`, exp(s) (0.5 e^2 + e h(e)) with h a small MLP of the error e = v - t
+(`objectives.mlp_value_loss`), free to have a slope at e = 0, as the walkthrough's net was. Both start
+exactly at L2 (a zero output layer). The fitness is the mean return over training (area under the curve)
+at a budget where L2 has not yet reached 500. `held_out` retrains the evolved losses and the baselines on
+seeds that evolution never used, at the training budget, at longer budgets and on another environment.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any, Callable, NamedTuple
 
 import jax
 import numpy as np
 
 from purerl import envs, stats
-from purerl.algos.objectives import clipped_l2, init_value_loss_params, l2, learned_value_loss
+from purerl.algos.objectives import (clipped_l2, init_mlp_value_loss_params, init_value_loss_params, l2,
+                                     learned_value_loss, mlp_value_loss)
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.meta.evolve import MetaTask, train_fitness
@@ -39,9 +42,53 @@ ES_DEFAULTS = dict(strategy="open_es", lr=0.03, std=0.1)  # open_es shapes by ce
 FITNESS = "auc"  # mean return over training: rewards learning fast, not only the end point
 
 BASELINES = {"l2": l2, "clipped_l2": clipped_l2}
+
 # Seeds for held-out evaluation. Evolution draws its training keys from fold_in(PRNGKey(es_seed),
 # generation) splits, never from PRNGKey(n) of a small integer, so these runs are new to it.
 HELD_OUT_SEED_START = 10_000
+
+
+class LossForm(NamedTuple):
+    """A learned loss's parameterisation: the value-loss hook, its template (exactly L2) and its description."""
+
+    loss: Callable
+    init: Callable[[jax.Array], Any]
+    description: str
+
+
+FORMS = {
+    "scaled": LossForm(learned_value_loss, init_value_loss_params,
+                       "0.5 (v - t)^2 exp(g), g = 16 tanh features of asinh(v - t)/3, asinh(t)/3; "
+                       "zero output layer at start (= L2)"),
+    "mlp": LossForm(mlp_value_loss, init_mlp_value_loss_params,
+                    "exp(s) (0.5 e^2 + e h(e)), e = v - t, h = a 16-16 tanh MLP of asinh(e)/3; "
+                    "zero output layer and s = 0 at start (= L2)"),
+}
+DEFAULT_FORM = "scaled"  # an evolve run whose config.json names no form (every run before `mlp` existed)
+
+
+class Loss(NamedTuple):
+    """One loss the held-out evaluation trains: a value-loss hook, its meta-parameters and PPO's hyperparameters."""
+
+    value_loss: Callable
+    meta_params: Any = None
+    hyperparams: HyperParams = HyperParams()
+
+
+def baselines(tuned_vf_coef: float | None = None) -> dict[str, Loss]:
+    """L2 and clipped L2 at PPO's defaults, and L2 at a value coefficient chosen beforehand (`tuning`)."""
+    out = {name: Loss(loss) for name, loss in BASELINES.items()}
+    if tuned_vf_coef is not None:
+        out["tuned_l2"] = Loss(l2, None, HyperParams(vf_coef=tuned_vf_coef))
+    return out
+
+
+def form_of(evolve_config: dict) -> str:
+    """The loss form an evolve run's config.json records."""
+    form = evolve_config.get("task_info", {}).get("loss_form", DEFAULT_FORM)
+    if form not in FORMS:
+        raise ConfigError(f"unknown value-loss form '{form}'; purerl knows {', '.join(FORMS)}")
+    return form
 
 
 def inner_config(preset: str = "cpu", env: str = ENV, total_timesteps: int | None = None) -> PPOConfig:
@@ -55,28 +102,32 @@ def check_preset(preset: str) -> None:
 
 
 def make_task(preset: str = "cpu", total_timesteps: int | None = None, fitness: str | None = None,
-              env: str | None = None) -> MetaTask:
+              env: str | None = None, loss_form: str = DEFAULT_FORM) -> MetaTask:
+    """The meta-task of one loss form; config.json names the form unless it is the default (so a default run's
+    config is what it always was, and an older run still resumes)."""
     check_preset(preset)
     if env not in (None, ENV):
         raise ConfigError(f"the value-loss study evolves on {ENV}, not {env}")
+    if loss_form not in FORMS:
+        raise ConfigError(f"unknown loss form '{loss_form}'; choose from {', '.join(FORMS)}")
     config = inner_config(preset, total_timesteps=total_timesteps)
     fitness = fitness or FITNESS
-    train = make_train(config, value_loss=learned_value_loss)
+    train = make_train(config, value_loss=FORMS[loss_form].loss)
     return MetaTask(
         name="value-loss",
-        template=initial_params(),
+        template=initial_params(form=loss_form),
         fitness=train_fitness(train, HyperParams().as_arrays(), fitness),
         info={"env": ENV, "num_envs": config.num_envs, "num_steps": config.num_steps,
               "total_timesteps": config.total_timesteps, "fitness": fitness,
-              "value_loss": "0.5 (v - t)^2 exp(g), g = 16 tanh features of asinh(v - t)/3, asinh(t)/3; "
-                            "zero output layer at start (= L2)"},
+              "value_loss": FORMS[loss_form].description}
+             | ({} if loss_form == DEFAULT_FORM else {"loss_form": loss_form}),
         cpu_group=config.cpu_group,
     )
 
 
-def initial_params(seed: int = 0):
+def initial_params(seed: int = 0, form: str = DEFAULT_FORM):
     """Fixed random tanh features and a zero output layer: generation 0 is exactly L2."""
-    return init_value_loss_params(jax.random.PRNGKey(seed))
+    return FORMS[form].init(jax.random.PRNGKey(seed))
 
 
 def es_config(preset: str, **overrides) -> ESConfig:
@@ -109,13 +160,20 @@ def _returns_program(value_loss, config: PPOConfig, num_seeds: int):
                               num_shared_args=1, num_member_args=2, cpu_group=config.cpu_group)
 
 
-def train_returns(value_loss, meta_params, config: PPOConfig, seeds: list[int]) -> np.ndarray:
+def train_returns(value_loss, meta_params, config: PPOConfig, seeds: list[int],
+                  hyperparams: HyperParams = HyperParams()) -> np.ndarray:
     """Episode return per update of PPO with `value_loss` on each seed: [updates, seeds] (NaN: none ended)."""
+    members = make_members(seeds, hyperparams)
+    return returns_of(value_loss, meta_params, config, members.keys(), members.hyperparams.as_arrays())
+
+
+def returns_of(value_loss, meta_params, config: PPOConfig, keys, hyperparams: HyperParams) -> np.ndarray:
+    """`train_returns` of members given by their keys [members, 2] and hyperparameters (leaves [members])."""
     envs.check_name(config.env)
-    members = make_members(seeds, HyperParams())
-    placement, run = _returns_program(value_loss, config, len(seeds))
-    returns = run(placement.put(members.keys()), placement.put(members.hyperparams.as_arrays()), meta_params)
-    return placement.get(returns, len(seeds)).T
+    count = len(keys)
+    placement, run = _returns_program(value_loss, config, count)
+    returns = run(placement.put(keys), placement.put(hyperparams), meta_params)
+    return placement.get(returns, count).T
 
 
 def fitness_per_seed(returns: np.ndarray) -> dict[str, np.ndarray]:
@@ -126,9 +184,9 @@ def fitness_per_seed(returns: np.ndarray) -> dict[str, np.ndarray]:
         return {"auc": np.nanmean(returns, axis=0), "final": final_returns(returns)}
 
 
-def held_out(candidates: dict[str, object], settings: dict[str, dict], seeds_by_setting: dict[str, int],
+def held_out(losses: dict[str, Loss], settings: dict[str, dict], seeds_by_setting: dict[str, int],
              preset: str = "cpu", on_result=None) -> tuple[dict, dict]:
-    """Every candidate (name -> learned meta-params) and both baselines on fresh seeds, per setting.
+    """Every loss (learned ones and `baselines`) on the same fresh seeds, per setting.
 
     Returns ({setting: {name: {"auc": summary, "final": summary, "auc_per_seed": [...]}}},
     {setting: {name: episode returns [updates, seeds]}}).
@@ -137,11 +195,9 @@ def held_out(candidates: dict[str, object], settings: dict[str, dict], seeds_by_
     for setting, spec in settings.items():
         config = inner_config(preset, env=spec["env"], total_timesteps=spec["total_timesteps"])
         seeds = list(range(HELD_OUT_SEED_START, HELD_OUT_SEED_START + seeds_by_setting[setting]))
-        losses = {name: (learned_value_loss, params) for name, params in candidates.items()}
-        losses |= {name: (loss, None) for name, loss in BASELINES.items()}
         out[setting], curves[setting] = {}, {}
-        for name, (loss, params) in losses.items():
-            curves[setting][name] = train_returns(loss, params, config, seeds)
+        for name, loss in losses.items():
+            curves[setting][name] = train_returns(loss.value_loss, loss.meta_params, config, seeds, loss.hyperparams)
             per_seed = fitness_per_seed(curves[setting][name])
             out[setting][name] = {
                 "auc": stats.summarize(per_seed["auc"]),
@@ -164,3 +220,13 @@ def verdict(learned: dict, baseline: dict) -> str:
         return "worse"
     return "not distinguishable"
 
+
+def paired_difference(learned: list[float], baseline: list[float]) -> dict:
+    """The mean over seeds of learned - baseline on the same seeds, with its 95% percentile-bootstrap CI, and
+    'better' / 'worse' only when that CI excludes 0 (no CI, and no verdict, below stats.MIN_SEEDS_FOR_CI)."""
+    differences = np.asarray(learned, np.float64) - np.asarray(baseline, np.float64)
+    low, high = stats.bootstrap_ci(differences, statistic=lambda x, axis: np.mean(x, axis=axis))
+    valid = differences.size >= stats.MIN_SEEDS_FOR_CI
+    judged = "better" if valid and low > 0 else "worse" if valid and high < 0 else "not distinguishable"
+    return {"mean": float(differences.mean()), "ci95_low": float(low), "ci95_high": float(high),
+            "n": int(differences.size), "ci_valid": bool(valid), "verdict": judged}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from purerl.studies.value_loss import verdict
+from purerl.studies.value_loss.findings import against_tuned, evolution_lines, paired_table, shape_tables
+
 SETTING_TITLES = {"training_budget": "CartPole-v1, training budget", "2x_budget": "CartPole-v1, 2x budget",
                   "5x_budget": "CartPole-v1, 5x budget", "acrobot": "Acrobot-v1, training budget"}
 VERDICT_WORDS = {"better": "beats", "worse": "is worse than", "not distinguishable": "is not distinguishable from"}
@@ -18,7 +21,10 @@ def _cell(rows: dict, name: str, metric: str) -> str:
 def _held_out_table(record: dict) -> list[str]:
     candidates = record["all_candidates"]
     names = set().union(*(rows.keys() for rows in candidates.values())) - {"config"}
-    order = ["learned", "l2", "clipped_l2", "learned_scale_only"] + sorted(n for n in names if n.startswith("es_seed"))
+    others = [n for n in _learned(record) if n != "learned"]
+    order = (["learned", *others, "l2", "clipped_l2", *(["tuned_l2"] if "tuned_l2" in names else []), "learned_scale_only",
+              *(f"{n}_scale_only" for n in others if f"{n}_scale_only" in names)]
+             + sorted(n for n in names if n.startswith("es_seed")) + sorted(n for n in names if "_es_seed" in n))
     lines = ["| setting | steps | n | " + " | ".join(order) + " |", "|---" * (len(order) + 3) + "|"]
     for setting, rows in candidates.items():
         config = rows["config"]
@@ -36,6 +42,8 @@ def _stages(record: dict) -> list[str]:
     measured = {setting: rows["config"].get("measured") for setting, rows in record["all_candidates"].items()}
     if record["critic_dynamics"]:
         measured["critic"] = record["critic_dynamics"].get("measured")
+    if record.get("tuned_l2"):
+        measured["tuned_l2 (vf_coef grid)"] = record["tuned_l2"].get("measured")
     for stage, m in measured.items():
         if m:
             lines.append(f"- `{stage}`: `{m['command']}` at `{m['commit']}`{_dirty(m)} on {m['machine']} (jax {m['jax']}), "
@@ -53,40 +61,52 @@ def _verdicts(record: dict) -> list[str]:
         out.append(f"- {SETTING_TITLES.get(setting, setting)}: the learned loss {VERDICT_WORDS[rows['verdict_vs_l2']]} "
                    f"L2 and {VERDICT_WORDS[rows['verdict_vs_clipped_l2']]} clipped L2 "
                    f"(IQM {_ci(rows['learned'])} vs {_ci(rows['l2'])} and {_ci(rows['clipped_l2'])}).")
+    for name in _learned(record)[1:]:
+        for setting, rows in record["all_candidates"].items():
+            if name in rows:
+                learned, l2, clipped = (rows[n]["auc"] for n in (name, "l2", "clipped_l2"))
+                out.append(f"- {SETTING_TITLES.get(setting, setting)}: `{name}` {VERDICT_WORDS[verdict(learned, l2)]} L2 "
+                           f"and {VERDICT_WORDS[verdict(learned, clipped)]} clipped L2 (IQM {_ci(learned)} vs {_ci(l2)} "
+                           f"and {_ci(clipped)}).")
     return out
+
+
+def _learned(record: dict) -> list[str]:
+    """The learned losses' names, the primary's (`learned`) first."""
+    return [entry["learned"] for entry in (record.get("forms") or {}).values()] or ["learned"]
 
 
 def _interpretation(record: dict) -> str:
     shape, dyn = record["shape"], record["critic_dynamics"]
     held = record["held_out"]
-    weights = list(shape["weight_at_zero"].values())
-    ratio10, ratio30 = shape["over_under_ratio"]["10"], shape["over_under_ratio"]["30"]
-    frac = max(shape["nonconvex_fraction"].values())
-    scale = record["all_candidates"]["training_budget"]["learned_scale_only"]["auc"]
     learned = held["learned"]
-    from purerl.studies.value_loss import verdict
-
-    scale_verdict = verdict(learned, scale)
     success = held["verdict_vs_l2"] == "better" and held["verdict_vs_clipped_l2"] == "better"
-    symmetric = 0.9 < ratio10 < 1.1
     text = [
         ("**The success criterion is met**: " if success else "**The success criterion is not met**: ")
         + f"at the training budget the learned loss's IQM {_ci(learned)} "
         + ("lies entirely above" if success else "does not lie entirely above")
-        + f" both L2 {_ci(held['l2'])} and clipped L2 {_ci(held['clipped_l2'])}.",
-        f"What evolution changed: at v = t the learned loss weighs the squared error by exp(g) = "
-        f"{min(weights):.2f} to {max(weights):.2f} of L2 (over targets {', '.join(shape['weight_at_zero'])}); "
-        + ("it is nearly symmetric" if symmetric else "it is asymmetric")
-        + f": an over-estimate by 10 costs {ratio10:.2f}x an under-estimate by 10 ({ratio30:.2f}x at 30); and it is "
-        + ("convex on errors in [-30, 30]." if shape["convex"] else
-           f"not convex: up to {100 * frac:.0f}% of errors in [-30, 30] have negative curvature (per target: "
-           f"{shape['nonconvex_errors']})."),
-        f"Keeping only the learned scale at v = t and dropping the shape (`learned_scale_only`) gives {_ci(scale)}, "
-        + {"better": "below the full learned loss: the shape adds to the scale.",
-           "worse": "above the full learned loss: the shape costs return.",
-           "not distinguishable": "not distinguishable from the full learned loss at this budget, so the shape's own "
-           "contribution is not resolved here."}[scale_verdict],
-    ]
+        + f" both L2 {_ci(held['l2'])} and clipped L2 {_ci(held['clipped_l2'])}."]
+    if shape:
+        weights = list(shape["weight_at_zero"].values())
+        ratio10, ratio30 = shape["over_under_ratio"]["10"], shape["over_under_ratio"]["30"]
+        frac = max(shape["nonconvex_fraction"].values())
+        symmetric = 0.9 < ratio10 < 1.1
+        text.append(
+            f"What evolution changed: at v = t the learned loss weighs the squared error by exp(g) = "
+            f"{min(weights):.2f} to {max(weights):.2f} of L2 (over targets {', '.join(shape['weight_at_zero'])}); "
+            + ("it is nearly symmetric" if symmetric else "it is asymmetric")
+            + f": an over-estimate by 10 costs {ratio10:.2f}x an under-estimate by 10 ({ratio30:.2f}x at 30); and it is "
+            + ("convex on errors in [-30, 30]." if shape["convex"] else
+               f"not convex: up to {100 * frac:.0f}% of errors in [-30, 30] have negative curvature (per target: "
+               f"{shape['nonconvex_errors']})."))
+    if "learned_scale_only" in record["all_candidates"].get("training_budget", {}):
+        scale = record["all_candidates"]["training_budget"]["learned_scale_only"]["auc"]
+        text.append(
+            f"Keeping only the learned scale at v = t and dropping the shape (`learned_scale_only`) gives {_ci(scale)}, "
+            + {"better": "below the full learned loss: the shape adds to the scale.",
+               "worse": "above the full learned loss: the shape costs return.",
+               "not distinguishable": "not distinguishable from the full learned loss at this budget, so the shape's own "
+               "contribution is not resolved here."}[verdict(learned, scale)])
     if dyn is not None:
         end = {name: dyn[name]["probes"][-1] for name in ("learned", "l2", "clipped_l2")}
         tighter = "less" if end["learned"]["abs_error"] > end["l2"]["abs_error"] else "more"
@@ -95,34 +115,28 @@ def _interpretation(record: dict) -> str:
             f"{end['learned']['abs_error']:.2f} (learned, {tighter} tightly than L2) vs {end['l2']['abs_error']:.2f} (L2) "
             f"and {end['clipped_l2']['abs_error']:.2f} (clipped L2); mean v - t is {end['learned']['bias']:+.2f}, "
             f"{end['l2']['bias']:+.2f} and {end['clipped_l2']['bias']:+.2f}.")
+        others = [n for n in dyn if n not in ("learned", "l2", "clipped_l2", "histogram_bins", "seeds", "measured")]
+        if others:
+            text.append("Mean |v - t| and mean v - t of the others: " + ", ".join(
+                f"`{n}` {dyn[n]['probes'][-1]['abs_error']:.2f} and {dyn[n]['probes'][-1]['bias']:+.2f}" for n in others)
+                + ".")
     else:
         text.append("The critic-dynamics stage did not run (the run was cut off before it).")
     return " ".join(text)
 
 
 def render(record: dict, artefacts: str) -> str:
-    p, evo = record["provenance"], record["evolution"]
-    task = evo["task"]
-    seeds = evo["es_seeds"]
-    es = next(iter(seeds.values()))["es"]
-    inner = task["total_timesteps"] * es["population_size"] * es["rollouts"] * es["generations"]
+    p = record["provenance"]
     held = record["held_out"]
     lines = [
-        "# Evolved value loss vs L2 and clipped L2",
+        "# Evolved value loss vs L2 and clipped L2" if not record.get("tuned_l2") else
+        "# Evolved value losses vs L2, clipped L2 and tuned L2",
         "",
         f"Generated by `{p['command']}` at commit `{p['commit']}`{_dirty(p)} on {p['machine']} (jax {p['jax']}), "
         f"{p['date']}; "
         f"{p['wall_s']:.0f} s. Do not edit by hand.",
         "",
-        f"- **Evolution** (preset `{record['preset']}`, `purerl evolve value-loss --seed S`, S = "
-        f"{', '.join(str(s['es']['seed']) for s in seeds.values())}): {es['strategy']} population {es['population_size']} "
-        f"x {es['rollouts']} rollouts x {es['generations']} generations, std {es['std']:g}, Adam lr {es['lr']:g}, "
-        f"{es['fitness_shaping']} shaping; each inner run is PPO on {task['env']}, {task['num_envs']} envs x "
-        f"{task['num_steps']} steps, {task['total_timesteps']:,} env steps; {inner:.2e} env steps per ES seed. "
-        "Generation times (s, summed): " + ", ".join(f"{name} {s['seconds']:.0f}" for name, s in seeds.items()) + ".",
-        f"- **Loss**: {task['value_loss']}.",
-        f"- **Learned** = the ES mean of `{evo['selected']}` ({evo['selection']}); the other ES seeds' means are "
-        f"evaluated too. Meta-parameters: `{artefacts}/learned_meta_params.msgpack` and `{artefacts}/es_seed*/`.",
+        *evolution_lines(record, artefacts),
         f"- **Held-out seeds**: the first n of PRNGKey({held['config']['seeds'][0]}), PRNGKey({held['config']['seeds'][0] + 1}), "
         "... (n per setting in the table; never used by evolution), the same seeds for every loss.",
         f"- **Statistic**: {record['fitness_metric']}. A verdict only where the CIs do not overlap.",
@@ -137,21 +151,29 @@ def render(record: dict, artefacts: str) -> str:
         "",
         *_verdicts(record),
         "",
+        *paired_table(record, SETTING_TITLES),
         "## What the loss is, and what the agent gains",
         "",
+        *against_tuned(record),
         _interpretation(record),
         "",
+        *shape_tables(record),
         f"![loss]({artefacts}/loss.png)",
         "",
+        *(line for form, entry in (record.get("forms") or {}).items() if entry["learned"] != "learned"
+          for line in (f"![loss, {form} form]({artefacts}/loss_{form}.png)", "")),
         *([f"![critic]({artefacts}/critic.png)", ""] if record["critic_dynamics"] else []),
         f"![returns]({artefacts}/returns.png)",
         "",
-        "Shape numbers (`shape` in value_loss.json): over/under-estimation loss ratio L(t+m)/L(t-m) at m = "
-        + ", ".join(f"{m}: {r:.2f}" for m, r in record["shape"]["over_under_ratio"].items())
-        + "; share of errors with negative curvature per target: "
-        + ", ".join(f"t={t}: {f:.2f}" for t, f in record["shape"]["nonconvex_fraction"].items()) + ".",
-        "",
     ]
+    if record["shape"]:
+        lines += [
+            "Shape numbers (`shape` in value_loss.json): over/under-estimation loss ratio L(t+m)/L(t-m) at m = "
+            + ", ".join(f"{m}: {r:.2f}" for m, r in record["shape"]["over_under_ratio"].items())
+            + "; share of errors with negative curvature per target: "
+            + ", ".join(f"t={t}: {f:.2f}" for t, f in record["shape"]["nonconvex_fraction"].items()) + ".",
+            "",
+        ]
     return "\n".join(lines)
 
 

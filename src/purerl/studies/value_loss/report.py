@@ -2,8 +2,10 @@
 written as docs/results/value_loss.{md,json} with plots and the evolved meta-parameters beside them.
 
 Sources are evolve run directories (or the committed copies of them in docs/results/value_loss/), one
-per ES seed. The loss called `learned` is the ES mean of the seed with the highest population-mean
-fitness over its last 10 generations: chosen from evolution's own numbers, before any held-out run.
+per ES seed, of one loss form or several. Each form's learned loss is the ES mean of its seed with the highest
+population-mean fitness over its last 10 generations: chosen from evolution's own numbers, before any held-out
+run (`record` names them). With `tune_runs`, L2's value coefficient is tuned first on the evolutions' own
+training runs (`tuning`), and the result, `tuned_l2`, is a baseline in every stage.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from flax import serialization
 from purerl.meta import evolve_files
 from purerl.run import files, results, rundir
 from purerl.publish import provenance as manifest
-from purerl.algos.objectives import clipped_l2, l2, learned_log_weight, learned_value_loss
+from purerl.algos.objectives import l2, learned_log_weight
 from purerl.config import ConfigError
 from purerl.studies import value_loss
-from purerl.studies.value_loss import shape as value_loss_shape
+from purerl.studies.value_loss import shape as value_loss_shape, tuning
+from purerl.studies.value_loss.record import (SELECTION_WINDOW, STAGES, build_record, learned_name, previous_stages,
+                                              run_name)
 
-SELECTION_WINDOW = 10  # generations whose mean fitness picks the ES seed
 DYNAMICS_SEEDS = 16
 
 
@@ -40,8 +43,9 @@ def load_evolution(source: Path) -> dict:
     log = evolve_files.read_log(source)
     if not log:
         raise ConfigError(f"{source} has no {evolve_files.GENERATIONS_CSV}")
-    params = evolve_files.load_meta_params(source / evolve_files.MEAN_PARAMS, value_loss.initial_params())
-    return {"source": source, "config": config, "log": log, "params": params}
+    form = value_loss.form_of(config)
+    params = evolve_files.load_meta_params(source / evolve_files.MEAN_PARAMS, value_loss.initial_params(form=form))
+    return {"source": source, "config": config, "log": log, "params": params, "form": form}
 
 
 def save_artefacts(evolutions: dict[str, dict], directory: Path) -> None:
@@ -71,60 +75,94 @@ def constant_weight_params(meta_params) -> dict:
             "out": {"kernel": jnp.zeros_like(meta_params["out"]["kernel"]), "bias": jnp.full((1,), log_weight)}}
 
 
-STAGES = manifest.STUDIES["value_loss"].parts  # each stage is one part of the published document
-MAIN = ("learned", "l2", "clipped_l2")
+def scale_only_params(form: str, meta_params) -> dict | None:
+    """The same ablation for any form: L2 times the learned loss's curvature at v = t (the mlp form with h = 0
+    and exp(s) at that curvature); None where the curvature is not positive (no L2 has it)."""
+    if form == "scaled":
+        return constant_weight_params(meta_params)
+    curvature = value_loss_shape.curvature_at_zero(value_loss.FORMS[form].loss, meta_params, 0.0)
+    if not curvature > 0:
+        return None
+    zero = {name: jnp.zeros_like(meta_params["out"][name]) for name in ("kernel", "bias")}
+    return {**meta_params, "out": zero, "log_scale": jnp.full((1,), float(np.log(curvature)))}
 
 
-def previous_stages(report: Path, selected: str, stages: tuple[str, ...]) -> tuple[dict, dict | None]:
-    """Held-out settings and critic dynamics already in `report`'s JSON for the same learned loss, minus
-    the stages to measure again: so stages can be measured apart (on different machines), each with
-    its own provenance."""
-    path = report.with_suffix(".json")
-    if not path.is_file():
-        return {}, None
-    record = json.loads(path.read_text())
-    if record.get("evolution", {}).get("selected") != selected:
-        return {}, None
-    held = {k: v for k, v in record.get("all_candidates", {}).items() if k not in stages}
-    dynamics = None if "critic" in stages else record.get("critic_dynamics")
-    for stage in [rows["config"] for rows in held.values()] + ([dynamics] if dynamics else []):
-        stage.setdefault("measured", record.get("provenance"))  # a record from one run: its own provenance
-    return held, dynamics
+
+
+def load_evolutions(sources: list[Path]) -> tuple[dict[str, dict], list[str]]:
+    """The evolve runs by their names in the record (`record.run_name`), and the forms present, primary first."""
+    loaded = [load_evolution(Path(source)) for source in sources]
+    forms = [form for form in value_loss.FORMS if any(e["form"] == form for e in loaded)]
+    evolutions = {run_name(e["form"], forms[0], e["config"]["es"]["seed"]): e for e in loaded}
+    if len(evolutions) < len(sources):
+        raise ConfigError("two sources are runs of the same ES seed")
+    for what, key in (("presets", lambda e: e["config"]["preset"]),
+                      ("budgets", lambda e: int(e["config"]["task_info"]["total_timesteps"]))):
+        found = {key(e) for e in loaded}
+        if len(found) != 1:
+            raise ConfigError(f"the sources were evolved with different {what}: {sorted(found)}")
+    return evolutions, forms
+
+
+def learned_losses(evolutions: dict[str, dict], forms: list[str], summaries: dict) -> tuple[dict, dict]:
+    """Per form, the ES mean of its best run (`learned_name`), its scale-only ablation and its other runs' means,
+    as `value_loss.Loss`es; and per form, which run was selected and its learned loss's name."""
+    candidates, chosen = {}, {}
+    for form in forms:
+        runs = [name for name, e in evolutions.items() if e["form"] == form]
+        selected = max(runs, key=lambda name: summaries[name]["last_generations_mean_fitness"])
+        name, loss = learned_name(form, forms[0]), value_loss.FORMS[form].loss
+        chosen[form] = {"learned": name, "selected": selected}
+        candidates[name] = value_loss.Loss(loss, evolutions[selected]["params"])
+        ablation = scale_only_params(form, evolutions[selected]["params"])
+        if ablation is not None:
+            candidates[f"{name}_scale_only"] = value_loss.Loss(loss, ablation)
+        candidates |= {run: value_loss.Loss(loss, evolutions[run]["params"]) for run in runs if run != selected}
+    return candidates, chosen
+
+
+def tuned_l2(evolutions: dict[str, dict], config, runs: int) -> dict:
+    """`tuning.tune` on the first `runs` training keys of the evolutions, at their budget (`config`)."""
+    keys = tuning.tuning_keys([e["config"]["es"] for e in evolutions.values()], runs)
+    tuned = tuning.tune(config, keys, tuning.GRID)
+    print(f"tuned L2: vf_coef {tuned['vf_coef']:g} (mean fitness over {runs} training runs: "
+          + ", ".join(f"{c:g}: {m:.1f}" for c, m in zip(tuned["grid"], tuned["mean_fitness"])) + ")", flush=True)
+    return tuned
 
 
 def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], transfer_seeds: int | None = None,
-            stages: tuple[str, ...] = STAGES) -> dict:
-    """Measure `stages`; each is one part of `report` in the results manifest, recorded from `argv`."""
+            stages: tuple[str, ...] = STAGES, tune_runs: int | None = None) -> dict:
+    """Measure `stages`; each is one part of `report` in the results manifest, recorded from `argv`. With
+    `tune_runs`, tune L2 on that many of the evolutions' training runs first (or keep the same tuning, recorded)."""
     tick = time.perf_counter()
-    evolutions = {}
-    for source in sources:
-        evolution = load_evolution(Path(source))
-        evolutions[f"es_seed{evolution['config']['es']['seed']}"] = evolution
-    if len(evolutions) < len(sources):
-        raise ConfigError("two sources are runs of the same ES seed")
-    presets = {e["config"]["preset"] for e in evolutions.values()}
-    if len(presets) != 1:
-        raise ConfigError(f"the sources were evolved with different presets: {sorted(presets)}")
-    preset = presets.pop()
+    evolutions, forms = load_evolutions(sources)
+    preset = next(iter(evolutions.values()))["config"]["preset"]
     artefacts = report.parent / report.stem
     artefacts.mkdir(parents=True, exist_ok=True)
     save_artefacts(evolutions, artefacts)
     summaries = {name: evolution_summary(e) for name, e in evolutions.items()}
-    selected = max(summaries, key=lambda name: summaries[name]["last_generations_mean_fitness"])
-    chosen = evolutions[selected]["params"]
-    files.write_atomic(artefacts / "learned_meta_params.msgpack", serialization.to_bytes(chosen))
-
-    candidates = {"learned": chosen, "learned_scale_only": constant_weight_params(chosen)}
-    candidates |= {name: e["params"] for name, e in evolutions.items() if name != selected}
+    candidates, chosen = learned_losses(evolutions, forms, summaries)
+    learned = {entry["learned"]: candidates[entry["learned"]] for entry in chosen.values()}
+    selected = chosen[forms[0]]["selected"]
+    for name, loss in learned.items():
+        files.write_atomic(artefacts / f"{name}_meta_params.msgpack", serialization.to_bytes(loss.meta_params))
     budget = int(evolutions[selected]["config"]["task_info"]["total_timesteps"])
     config = value_loss.inner_config(preset, total_timesteps=budget)
-    shape = value_loss_shape.shape_numbers(chosen)
+    shape = value_loss_shape.shape_numbers(learned["learned"].meta_params) if forms[0] == "scaled" else None
+    # The published analysis (the scaled form, no tuning) records what it always did; one with another form or a
+    # tuned L2 adds each form's entry, the loss numbers of `shape.loss_numbers` and paired differences.
+    extended = bool(tune_runs) or forms != ["scaled"]
+    loss_shapes = ({"l2": value_loss_shape.loss_numbers(l2, None)} | {
+        name: value_loss_shape.loss_numbers(loss.value_loss, loss.meta_params) for name, loss in learned.items()}
+        if extended else {})
     from purerl.studies.value_loss import markdown as value_loss_markdown, plots as value_loss_plots
 
-    value_loss_plots.loss_figure(chosen, artefacts / "loss.png")
-    held, dynamics = previous_stages(report, selected, stages)
+    for form, entry in chosen.items():
+        figure = "loss.png" if entry["learned"] == "learned" else f"loss_{form}.png"
+        value_loss_plots.loss_figure(learned[entry["learned"]].meta_params, artefacts / figure, form)
+    held, dynamics, tuned = previous_stages(report, {form: entry["selected"] for form, entry in chosen.items()}, stages)
     origin = manifest.run_facts(argv)  # the commit and machine this run started on
-    evolution_seeds = sorted(int(e["config"]["es"]["seed"]) for e in evolutions.values())
+    evolution_seeds = sorted({int(e["config"]["es"]["seed"]) for e in evolutions.values()})
     es = evolutions[selected]["config"]["es"]
 
     def record_part(stage: str, started: float, env_steps: int, held_out_seeds: list[int]) -> None:
@@ -137,22 +175,35 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
         return origin | {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                          "wall_s": round(time.perf_counter() - tick, 1)}
 
+    recorded = tuned and {"grid": tuned["grid"], "runs": tuned["runs"]}
+    if recorded != (tune_runs and {"grid": list(tuning.GRID), "runs": tune_runs}):
+        held, dynamics, tuned = {}, None, None  # stages measured beside another tuning (or none) are not kept
+    if tune_runs and tuned is None:
+        tuned = tuned_l2(evolutions, config, tune_runs) | {"es_seeds": evolution_seeds, "measured": stamp()}
+    baselines = value_loss.baselines(tuned["vf_coef"] if tuned else None)
+    if tuned:
+        loss_shapes["tuned_l2"] = value_loss_shape.loss_numbers(l2, None, vf_coef=tuned["vf_coef"])
+    forms_record = {form: {**entry, "task": evolutions[entry["selected"]]["config"]["task_info"],
+                           "es_seeds": {n: summaries[n] for n, e in evolutions.items() if e["form"] == form},
+                           "loss_shape": loss_shapes.get(entry["learned"])} for form, entry in chosen.items()}
+
     def write():
         """The record so far: each stage is written as soon as it is done, so a cut-off run still leaves
         a consistent document of what it measured (the missing stages are listed in it)."""
-        record = build_record(held, summaries, selected, shape, dynamics, preset, evolutions[selected]["config"])
+        record = build_record(held, forms_record[forms[0]]["es_seeds"], selected, shape, dynamics, preset,
+                              evolutions[selected]["config"], *((forms_record, loss_shapes, tuned) if extended else ()))
         record["provenance"] = stamp()
         files.write_atomic(report.with_suffix(".json"), json.dumps(results.json_safe(record), indent=2))
         files.write_atomic(report, value_loss_markdown.render(record, artefacts.name))
         return record
 
-    # Every ES seed's mean and the scale-only ablation at the training budget; the transfers compare the
-    # selected loss with the baselines.
+    # Every ES seed's mean and the scale-only ablations at the training budget; the transfers compare the
+    # selected losses with the baselines.
     for name, spec in value_loss.transfer_settings(budget).items():
         if name not in stages:
             continue
         count = seeds if name == "training_budget" else (transfer_seeds or seeds)
-        evaluated = candidates if name == "training_budget" else {"learned": chosen}
+        evaluated = (candidates if name == "training_budget" else learned) | baselines
         stage_started = time.perf_counter()
         part, curves = value_loss.held_out(evaluated, {name: spec}, {name: count}, preset, on_result=_print_result)
         part[name]["config"]["measured"] = stamp()
@@ -160,15 +211,14 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
         record_part(name, stage_started, spec["total_timesteps"],
                     list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + count)))
         if name == "training_budget":
-            results.plot_labelled_curves(artefacts, {n: curves[name][n] for n in MAIN}, config.batch_size,
-                                         f"{value_loss.ENV}: held-out seeds at the training budget", filename="returns.png")
+            results.plot_labelled_curves(artefacts, {n: curves[name][n] for n in [*learned, *baselines]},
+                                         config.batch_size, f"{value_loss.ENV}: held-out seeds at the training budget",
+                                         filename="returns.png")
         write()
     if "critic" in stages:
         stage_started = time.perf_counter()
         dynamics_seeds = list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + DYNAMICS_SEEDS))
-        dynamics = value_loss_shape.critic_dynamics(
-            {"learned": (learned_value_loss, chosen), "l2": (l2, None), "clipped_l2": (clipped_l2, None)},
-            config, dynamics_seeds)
+        dynamics = value_loss_shape.critic_dynamics(learned | baselines, config, dynamics_seeds)
         dynamics["measured"] = stamp()
         record_part("critic", stage_started, budget, dynamics_seeds)
         value_loss_plots.dynamics_figure(dynamics, artefacts / "critic.png")
@@ -178,33 +228,3 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
 def _print_result(setting: str, name: str, result: dict) -> None:
     s = result["auc"]
     print(f"{setting:16s} {name:20s} IQM {s['iqm']:.1f} [{s['ci95_low']:.1f}, {s['ci95_high']:.1f}] n={s['n']}", flush=True)
-
-
-def build_record(held: dict, summaries: dict, selected: str, shape: dict, dynamics: dict, preset: str,
-                 evolve_config: dict) -> dict:
-    """The JSON document: `held_out` maps learned / l2 / clipped_l2 to summaries of the fitness metric at
-    the training budget, and each transfer setting to the same."""
-    main = ("learned", "l2", "clipped_l2")
-
-    def table(setting):
-        rows = {name: held[setting][name]["auc"] for name in main}
-        rows["verdict_vs_l2"] = value_loss.verdict(rows["learned"], rows["l2"])
-        rows["verdict_vs_clipped_l2"] = value_loss.verdict(rows["learned"], rows["clipped_l2"])
-        rows["config"] = held[setting]["config"]
-        return rows
-
-    held_out = table("training_budget") if "training_budget" in held else {}
-    held_out |= {setting: table(setting) for setting in held if setting != "training_budget"}
-    missing = [stage for stage in STAGES if stage not in held and (stage != "critic" or dynamics is None)]
-    return {
-        "fitness_metric": "per seed: mean episode return over all updates of training (the evolution's fitness, "
-                          "'auc'); summaries are mean, IQM and a 95% percentile-bootstrap CI of the IQM over seeds",
-        "preset": preset,
-        "evolution": {"selected": selected, "selection": f"highest population-mean fitness over the last "
-                      f"{SELECTION_WINDOW} generations", "task": evolve_config["task_info"], "es_seeds": summaries},
-        "held_out": held_out,
-        "all_candidates": held,
-        "shape": shape,
-        "critic_dynamics": dynamics,
-        "not_measured": missing,
-    }

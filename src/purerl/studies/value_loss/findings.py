@@ -1,0 +1,147 @@
+"""The value-loss document's sections for what a newer analysis records: each loss form's evolution, the tuned-L2
+baseline, paired differences on the held-out seeds, the verdict against tuned L2 and the loss-shape numbers.
+
+Each returns no lines for a record without the data (an older record renders exactly as it did), and every
+sentence with a number is generated from the record.
+"""
+
+from __future__ import annotations
+
+SHAPE_COLUMNS = ("slope at v = t, left / right (L2: 0)", "curvature at v = t (L2: 1)", "as L2 near v = t at vf_coef",
+                 "minimum at v - t", "over/under-estimation ratio at 10 / 30", "share of errors with negative curvature",
+                 "distance from L2 after dividing by the curvature (any scaled L2: 0)")
+
+
+def _number(value, digits: int = 2, sign: bool = False) -> str:
+    return "-" if value is None else f"{value:{'+' if sign else ''}.{digits}f}"
+
+
+def _interval(d: dict, bold: bool = False) -> str:
+    if not d["ci_valid"]:
+        return f"{d['mean']:+.1f} (n={d['n']}, no CI)"
+    text = f"{d['mean']:+.1f} [{d['ci95_low']:+.1f}, {d['ci95_high']:+.1f}]"
+    return f"**{text}**" if bold and d["verdict"] != "not distinguishable" else text
+
+
+def evolution_lines(record: dict, artefacts: str) -> list[str]:
+    """The evolution, loss and selection bullets: once for a record of the scaled form alone, else per form;
+    and the tuned-L2 baseline's."""
+    if not record.get("forms"):
+        evo = record["evolution"]
+        return _evolution(record, evo["task"], evo["es_seeds"], evo["selected"], "learned", "", artefacts)
+    lines = []
+    for form, entry in record["forms"].items():
+        lines += _evolution(record, entry["task"], entry["es_seeds"], entry["selected"], entry["learned"], form,
+                            artefacts)
+    tuned = record.get("tuned_l2")
+    if tuned:
+        lines.append(
+            f"- **Tuned L2** (`tuned_l2`): L2 at the value coefficient with the highest mean fitness over "
+            f"{tuned['runs']} training runs of {tuned['total_timesteps']:,} env steps on the keys the evolutions' "
+            f"fitness trained on (ES seeds {', '.join(map(str, tuned['es_seeds']))}, generation by generation; no "
+            f"held-out seed), chosen before any held-out run from vf_coef = {', '.join(f'{c:g}' for c in tuned['grid'])}: "
+            f"**{tuned['vf_coef']:g}** (PPO's default is 0.5). Mean fitness per coefficient: "
+            + ", ".join(f"{c:g}: {m:.1f}" for c, m in zip(tuned["grid"], tuned["mean_fitness"])) + ".")
+    return lines
+
+
+def _evolution(record: dict, task: dict, seeds: dict, selected: str, name: str, form: str, artefacts: str) -> list[str]:
+    es = next(iter(seeds.values()))["es"]
+    inner = task["total_timesteps"] * es["population_size"] * es["rollouts"] * es["generations"]
+    label = f", {form} form" if form else ""
+    flag = f" --loss-form {form}" if form and form != "scaled" else ""
+    runs = "es_seed*" if name == "learned" else f"{form}_es_seed*"
+    return [
+        f"- **Evolution{label}** (preset `{record['preset']}`, `purerl evolve value-loss{flag} --seed S`, S = "
+        f"{', '.join(str(s['es']['seed']) for s in seeds.values())}): {es['strategy']} population {es['population_size']} "
+        f"x {es['rollouts']} rollouts x {es['generations']} generations, std {es['std']:g}, Adam lr {es['lr']:g}, "
+        f"{es['fitness_shaping']} shaping; each inner run is PPO on {task['env']}, {task['num_envs']} envs x "
+        f"{task['num_steps']} steps, {task['total_timesteps']:,} env steps; {inner:.2e} env steps per ES seed. "
+        "Generation times (s, summed): " + ", ".join(f"{run} {s['seconds']:.0f}" for run, s in seeds.items()) + ".",
+        f"- **Loss{label}**: {task['value_loss']}.",
+        (f"- **Learned** = the ES mean of `{selected}`" if not form else f"- **`{name}`** = the ES mean of `{selected}`")
+        + f" ({record['evolution']['selection']}); the other ES seeds' means are "
+        f"evaluated too. Meta-parameters: `{artefacts}/{name}_meta_params.msgpack` and `{artefacts}/{runs}/`.",
+    ]
+
+
+def paired_table(record: dict, titles: dict[str, str]) -> list[str]:
+    """Each learned loss minus each baseline (and minus its own scale-only ablation) on the same seeds."""
+    paired = record.get("paired")
+    if not paired:
+        return []
+    columns = []
+    for rows in paired.values():
+        columns += [(name, other) for name, others in rows.items() for other in others if (name, other) not in columns]
+    lines = ["## Paired differences (learned minus baseline on the same held-out seeds: mean of the per-seed "
+             "differences in mean return over training [95% CI])", "",
+             "| setting | n | " + " | ".join(f"`{name} - {name}_scale_only`" if other == "scale_only" else
+                                          f"`{name} - {other}`" for name, other in columns) + " |",
+             "|---" * (len(columns) + 2) + "|"]
+    for setting, rows in paired.items():
+        n = next((d["n"] for others in rows.values() for d in others.values()), 0)
+        lines.append(f"| {titles.get(setting, setting)} | {n} | " + " | ".join(
+            _interval(rows[name][other], bold=True) if other in rows.get(name, {}) else "-" for name, other in columns) + " |")
+    return lines + ["", "Bold: the CI excludes 0, a verdict (above 0: the learned loss is better; below: worse). "
+                        "Anywhere else the difference is not resolved.", ""]
+
+
+def against_tuned(record: dict) -> list[str]:
+    """Does any learned loss beat L2 with its value coefficient tuned beforehand, at the training budget; and what
+    each learned loss is, in the numbers that separate scale from shape."""
+    tuned, paired = record.get("tuned_l2"), (record.get("paired") or {}).get("training_budget", {})
+    rows = {name: d["tuned_l2"] for name, d in paired.items() if "tuned_l2" in d}
+    if not tuned or not rows:
+        return []
+    better = [f"`{name}`" for name, d in rows.items() if d["verdict"] == "better"]
+    worse = [f"`{name}`" for name, d in rows.items() if d["verdict"] == "worse"]
+    n = next(iter(rows.values()))["n"]
+    differences = "; ".join(f"`{name}` {_interval(d)}" for name, d in rows.items())
+    text = [(f"**Yes: {', '.join(better)} {'beats' if len(better) == 1 else 'beat'} L2 with a tuned value coefficient**"
+             if better else "**No learned loss beats L2 with a tuned value coefficient**")
+            + f" (vf_coef {tuned['vf_coef']:g}, chosen on the evolutions' training runs) at the training budget: paired "
+            f"differences on {n} held-out seeds, learned minus tuned L2: {differences}."
+            + (f" {', '.join(worse)} {'is' if len(worse) == 1 else 'are'} worse than tuned L2." if worse else "")]
+    for form, entry in record["forms"].items():
+        name, shape = entry["learned"], entry["loss_shape"]["summary"]
+        scale_only = paired[name].get("scale_only") if name in paired else None
+        text.append(
+            f"What the search learned in `{name}` ({form} form): near v = t it pulls the critic as L2 at vf_coef "
+            f"{_number(shape['effective_vf_coef'], 3)} would (tuned L2: {tuned['vf_coef']:g}); its slope at v = t is "
+            f"{_number(shape['slope_left'], sign=True)} from the left and {_number(shape['slope_right'], sign=True)} from "
+            f"the right (L2: 0), its minimum lies at v - t = {_number(shape['minimum_at'], 1, sign=True)}, "
+            f"{100 * shape['negative_curvature_share']:.0f}% of errors in [-30, 30] have negative curvature, and divided "
+            f"by its own curvature at v = t it is {_number(shape['shape_distance'])} away from L2 (0 for any scaled L2)."
+            + ("" if scale_only is None else
+               f" The whole loss minus its scale alone (`{name}_scale_only`, L2 at its curvature at v = t): "
+               f"{_interval(scale_only)}"
+               + {"better": ": the shape adds to the scale.", "worse": ": the shape costs return.",
+                  "not distinguishable": ": the shape's own contribution is not resolved."}[scale_only["verdict"]]))
+    return [" ".join(text), ""]
+
+
+def shape_tables(record: dict) -> list[str]:
+    """The loss-shape numbers of L2, tuned L2 and each learned loss (means over the probe targets), and each one
+    divided by its curvature at v = t, relative to L2, at a few errors."""
+    shapes = record.get("loss_shapes")
+    if not shapes:
+        return []
+    order = [n for n in ("l2", "tuned_l2") if n in shapes] + [n for n in shapes if n not in ("l2", "tuned_l2")]
+    lines = ["| loss | " + " | ".join(SHAPE_COLUMNS) + " |", "|---" * (len(SHAPE_COLUMNS) + 1) + "|"]
+    for name in order:
+        s = shapes[name]["summary"]
+        cells = [f"{_number(s['slope_left'], sign=True)} / {_number(s['slope_right'], sign=True)}",
+                 _number(s["curvature_at_zero"]), _number(s["effective_vf_coef"], 3), _number(s["minimum_at"], 1, sign=True),
+                 f"{_number(s['over_under_ratio'].get('10'))} / {_number(s['over_under_ratio'].get('30'))}",
+                 _number(s["negative_curvature_share"]), _number(s["shape_distance"])]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    sizes = list(next(iter(shapes.values()))["summary"]["normalised"])
+    normalised = ["| loss | " + " | ".join(f"v - t = {m}" for m in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
+    for name in order:
+        values = shapes[name]["summary"]["normalised"]
+        normalised.append(f"| `{name}` | " + " | ".join(_number(values[m]) for m in sizes) + " |")
+    targets = ", ".join(f"{t:g}" for t in next(iter(shapes.values()))["targets"])
+    return (["Loss shape (`loss_shapes` in value_loss.json, per target there; here means over targets t = "
+             f"{targets}, ratios geometric, the largest share):", "", *lines, "",
+             "Each loss minus its value at v = t, divided by its curvature there and by L2 (1 wherever it is a scaled "
+             "L2; '-' where the curvature is not positive):", "", *normalised, ""])
