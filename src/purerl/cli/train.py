@@ -231,7 +231,7 @@ def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[
             if rundir.marked(run) and not rundir.only_marker(run):  # not purerl's at all: `prepare` says so
                 raise ConfigError(f"{run} already holds a run; pass --resume to continue the comparison, or "
                                   "--overwrite to replace it (or choose another --runs-dir)")
-    files.check_replaceable(env_dir / compare.SESSIONS, "--runs-dir", own=provenance.is_sessions_record)
+    files.check_replaceable(env_dir / provenance.SESSIONS, "--runs-dir", own=provenance.is_sessions_record)
     if not provenance.read_manifest(report.parent).get(report.name):  # a new report: its folder is not purerl's yet
         for name in (f"{compare._slug(env)}.json", f"{compare._slug(env)}.png"):
             if (results_dir / name).exists() or (results_dir / name).is_symlink():

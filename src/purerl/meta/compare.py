@@ -43,7 +43,7 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         spec.validate()
         continued[label] = resume and rundir.holds_run(env_dir / label)
         rundir.prepare(env_dir / label, spec.to_json(), resume=continued[label], overwrite=not continued[label])
-    sessions = _add_session(env_dir, resume)
+    sessions = provenance.add_session(env_dir, "dpo", resume)
     curves, rows = {}, {}
     for spec, label in zip(specs, labels):
         run_dir = env_dir / label
@@ -73,22 +73,11 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
 
 
 LATE_FRACTION = 0.8  # has PPO's curve flattened? Its return at 80% of the budget against its final return
-SESSIONS = "sessions.json"
-
-
 def _return_at(curve: np.ndarray, fraction: float) -> np.ndarray:
     """Per member, the final-return statistic of a run stopped after `fraction` of its updates."""
     return results.final_returns(curve[:max(results.FINAL_WINDOW, round(fraction * len(curve)))])
 
 
-def _add_session(env_dir: Path, resume: bool) -> list[dict]:
-    """This session appended to the comparison's session list (a fresh comparison starts a new list)."""
-    path = env_dir / SESSIONS
-    earlier = json.loads(path.read_text()) if resume and path.is_file() else []
-    sessions = [*earlier, provenance.session_facts("dpo")]
-    env_dir.mkdir(parents=True, exist_ok=True)
-    files.write_atomic(path, json.dumps(sessions, indent=2) + "\n")
-    return sessions
 
 
 def write_report(results_dir: Path, report: Path, title: str) -> Path:

@@ -29,7 +29,7 @@ from pathlib import Path
 from purerl.runtime import hostinfo
 from purerl.config import ConfigError
 from purerl.publish.catalog import STUDIES, Study
-from purerl.run.files import write_atomic
+from purerl.run.files import check_replaceable, write_atomic
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/purerl
 REPO = PACKAGE.parents[1]
@@ -183,6 +183,21 @@ def listed(study: Study, command: str) -> bool:
     command = " ".join(word for word in shlex.split(command) if word != "--resume")
     return any(re.fullmatch(re.escape(registered).replace(re.escape("{runs}"), r"\S+"), command)
                for registered in study.commands)
+
+
+SESSIONS = "sessions.json"  # a resumable study command's list of the sessions that worked on it
+
+
+def add_session(folder: Path, study_name: str, resume: bool) -> list[dict]:
+    """This session appended to the session list in FOLDER (a fresh start begins a new list), refused in one line
+    where a file purerl did not write stands in its place."""
+    path = Path(folder) / SESSIONS
+    check_replaceable(path, "--runs-dir", own=is_sessions_record)
+    earlier = json.loads(path.read_text()) if resume and path.is_file() else []
+    sessions = [*earlier, session_facts(study_name)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(sessions, indent=2) + "\n")
+    return sessions
 
 
 def is_sessions_record(path: Path) -> bool:

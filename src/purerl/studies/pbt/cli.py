@@ -3,13 +3,11 @@ task's part of docs/results/pbt.md through provenance."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from purerl.config import ConfigError
 
-SESSIONS = "sessions.json"
 
 
 def add_arguments(sub) -> None:
@@ -79,7 +77,7 @@ def run_cli(args) -> int:
                               "replace it (or choose another --runs-dir)")
         continued[out] = args.resume and rundir.holds_run(out)
         rundir.prepare(out, design.spec(method, rep).to_json(), resume=continued[out], overwrite=not continued[out])
-    sessions = _add_session(study.run_dir(args.runs_dir, env, "x", 0).parent, args.resume)
+    sessions = provenance.add_session(study.run_dir(args.runs_dir, env, "x", 0).parent, "pbt", args.resume)
     started = time.perf_counter()
     for method, rep in runs:  # repetition by repetition, so a study stopped early has every method alike
         out = study.run_dir(args.runs_dir, env, method, rep)
@@ -110,15 +108,3 @@ def run_cli(args) -> int:
     return 0
 
 
-def _add_session(task_dir: Path, resume: bool) -> list[dict]:
-    """This session appended to the task's session list (a fresh study starts a new list)."""
-    from purerl.publish import provenance
-    from purerl.run import files
-
-    path = task_dir / SESSIONS
-    files.check_replaceable(path, "--runs-dir", own=provenance.is_sessions_record)
-    earlier = json.loads(path.read_text()) if resume and path.is_file() else []
-    sessions = [*earlier, provenance.session_facts("pbt")]
-    task_dir.mkdir(parents=True, exist_ok=True)
-    files.write_atomic(path, json.dumps(sessions, indent=2) + "\n")
-    return sessions
