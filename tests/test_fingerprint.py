@@ -241,3 +241,31 @@ def test_record_stores_the_fingerprint_of_a_registered_command_only(tmp_path, mo
     assert entry["fingerprint"] == print_ and asked == [("dpo", "CartPole-v1")]
     other = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", [*argv[:-1], "1024"], 1.0, budget)
     assert "fingerprint" not in other  # a budget the registry does not list: no fingerprint, and stale anyway
+
+
+def test_a_run_resumed_across_a_refactor_stays_current_and_across_a_computation_change_does_not(tmp_path, monkeypatch):
+    """Sessions are compared by fingerprint where both have one: a new source hash with the same computation is
+    one computation; a session without a fingerprint falls back to its source hash."""
+    import shlex
+
+    from purerl.publish import sessions
+
+    computed = {"hash": "f00", "components": {"program ppo run": "a"}}
+    monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False:
+                        {p: computed for p in wanted})
+    monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 6 + "abcd", False))
+    argv = shlex.split(CARTPOLE.format(runs="/scratch"))[1:]
+    budget = {"env_steps_per_run": 65536, "seeds": list(range(16))}
+    earlier = sessions.facts("dpo", "CartPole-v1", argv)
+    assert earlier["fingerprint"] == "f00"
+    assert "fingerprint" not in sessions.facts("dpo", "CartPole-v1", [*argv[:-1], "1024"])  # not registered
+
+    refactored = {**earlier, "source_hash": "0" * 16}
+    entry = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", argv, 1.0, budget, sessions=[refactored, earlier])
+    assert not entry["mixed_sources"] and not entry["dirty"]
+    changed = {**earlier, "fingerprint": "bad"}
+    entry = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", argv, 1.0, budget, sessions=[changed, earlier])
+    assert entry["mixed_sources"] and entry["dirty"]
+    unprinted = {k: v for k, v in refactored.items() if k != "fingerprint"}
+    entry = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", argv, 1.0, budget, sessions=[unprinted, earlier])
+    assert entry["mixed_sources"]  # no fingerprint then: its source hash differs

@@ -9,7 +9,7 @@ import pytest
 
 from purerl import stats
 from purerl.meta import compare
-from purerl.publish import catalog, provenance, staleness
+from purerl.publish import catalog, provenance, sessions, staleness
 from purerl.run import files, rundir
 from purerl.cli import main
 from purerl.config import ConfigError
@@ -316,7 +316,7 @@ def test_write_atomic_keeps_the_old_file_and_leaves_no_temp_file_when_the_write_
 
 def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):
     report = tmp_path / "results" / "toy.md"
-    same = provenance.session_facts("toy")
+    same = sessions.facts("toy")
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[same, same])
     assert entry["dirty"] is False
     assert "1 s wall-clock in the last session" in provenance.describe(entry)  # not the run's whole time

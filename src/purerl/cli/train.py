@@ -203,7 +203,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _check_compare_outputs(args, spec.config.env, objectives, report, results_dir)
     started = time.perf_counter()
     record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",
-                             progress=not args.no_progress, resume=args.resume)
+                             progress=not args.no_progress, resume=args.resume, argv=args.argv)
     sessions = record["sessions"]
     provenance.record("dpo", report, record["env"], args.argv, time.perf_counter() - started,
                       {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]},
@@ -221,7 +221,8 @@ def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[
     """Before anything compiles: a comparison already in --runs-dir is continued (--resume) or replaced
     (--overwrite), never replaced silently, and no file purerl did not write is replaced."""
     from purerl.meta import compare
-    from purerl.publish import provenance
+    from purerl.publish import provenance, sessions
+
     if args.resume and args.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
     env_dir = args.runs_dir / env
@@ -231,7 +232,7 @@ def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[
             if rundir.marked(run) and not rundir.only_marker(run):  # not purerl's at all: `prepare` says so
                 raise ConfigError(f"{run} already holds a run; pass --resume to continue the comparison, or "
                                   "--overwrite to replace it (or choose another --runs-dir)")
-    files.check_replaceable(env_dir / provenance.SESSIONS, "--runs-dir", own=provenance.is_sessions_record)
+    files.check_replaceable(env_dir / sessions.SESSIONS, "--runs-dir", own=sessions.is_record)
     if not provenance.read_manifest(report.parent).get(report.name):  # a new report: its folder is not purerl's yet
         for name in (f"{compare._slug(env)}.json", f"{compare._slug(env)}.png"):
             if (results_dir / name).exists() or (results_dir / name).is_symlink():

@@ -17,18 +17,19 @@ import numpy as np
 from purerl import stats
 from purerl.meta import evolve_files
 from purerl.run import experiment, files, results, rundir
-from purerl.publish import provenance
+from purerl.publish import provenance, sessions
 from purerl.config import ConfigError
 from purerl.run.trainspec import TrainSpec
 
 
 def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir: Path, title: str,
-            progress: bool = True, resume: bool = False) -> dict:
+            progress: bool = True, resume: bool = False, argv: list[str] | None = None) -> dict:
     """Train `base` once per objective (same seeds), then write `<env>.json` and `<env>.png`.
 
     `resume` continues each objective's run under `runs_dir` from its checkpoint (a finished run is read back,
     not retrained), so that an hour-long comparison survives being stopped. The record's `sessions` lists every
-    session that trained it, so that `provenance.record` can tell a comparison resumed across code changes.
+    session that trained it (`argv`, the command, lets a registered one record its computation's fingerprint), so
+    that `provenance.record` can tell a comparison resumed across computation changes.
     """
     specs = [TrainSpec(**{**base.__dict__, "objective": objective}) for objective in objectives]
     env = base.config.env
@@ -43,7 +44,7 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         spec.validate()
         continued[label] = resume and rundir.holds_run(env_dir / label)
         rundir.prepare(env_dir / label, spec.to_json(), resume=continued[label], overwrite=not continued[label])
-    sessions = provenance.add_session(env_dir, "dpo", resume)
+    worked = sessions.add(env_dir, "dpo", resume, env, argv)
     curves, rows = {}, {}
     for spec, label in zip(specs, labels):
         run_dir = env_dir / label
@@ -69,7 +70,7 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
     }
     results.plot_labelled_curves(results_dir, curves, cfg.batch_size, f"{env}: {title}", f"{_slug(env)}.png")
     files.write_atomic(results_dir / f"{_slug(env)}.json", json.dumps(record, indent=2))
-    return {**record, "sessions": sessions}
+    return {**record, "sessions": worked}
 
 
 LATE_FRACTION = 0.8  # has PPO's curve flattened? Its return at 80% of the budget against its final return

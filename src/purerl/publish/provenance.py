@@ -29,7 +29,7 @@ from pathlib import Path
 from purerl.runtime import hostinfo
 from purerl.config import ConfigError
 from purerl.publish.catalog import STUDIES, Study
-from purerl.run.files import check_replaceable, write_atomic
+from purerl.run.files import write_atomic
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/purerl
 REPO = PACKAGE.parents[1]
@@ -127,8 +127,8 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
     """Write the manifest entry of one part of `report` (manifest.json beside it) and return it.
 
     budget: population, generations, env_steps_per_run, seeds (None where a field does not apply).
-    sessions: for a run resumed across sessions, each session's `session_facts`. A session at uncommitted code
-    makes the part dirty; sessions at code that hashes differently from this one's make it `mixed_sources`
+    sessions: for a run resumed across sessions, each session's `sessions.facts`. A session at uncommitted code
+    makes the part dirty; a session that ran another computation (`_other_computation`) makes it `mixed_sources`
     (and dirty): its numbers then come from no single commit.
     wall_summed: wall_s is the training time summed over every session plus the last session's compile (a
     checkpointed timer), not the last session's wall clock; the header says which.
@@ -136,7 +136,8 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
     study = STUDIES[study_name]
     commit, dirty = git_state()
     current = source_hash(study)
-    mixed = any(s["source_hash"] != current for s in sessions or [])
+    found = fingerprint_of(study, part, command_line(argv))
+    mixed = any(_other_computation(s, current, found) for s in sessions or [])
     entry = {
         "command": command_line(argv),
         "commit": commit,
@@ -151,7 +152,6 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         **(extra or {}),
     }
-    found = _fingerprint_of(study, part, entry["command"])
     if found is not None:
         entry["fingerprint"] = found
     report = Path(report)
@@ -164,16 +164,24 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
     return entry
 
 
-def _fingerprint_of(study: Study, part: str, command: str) -> dict | None:
+def _other_computation(session: dict, current_source: str, fingerprint: dict | None) -> bool:
+    """Whether an earlier session of a resumed run ran another computation than this one: by fingerprint where
+    both have one, by source hash otherwise."""
+    if fingerprint is not None and "fingerprint" in session:
+        return session["fingerprint"] != fingerprint["hash"]
+    return session["source_hash"] != current_source
+
+
+def fingerprint_of(study: Study, part: str, command: str, cache: bool = False) -> dict | None:
     """The fingerprint of a part made by a registered command (None for another command, or where it cannot be
     computed: the part then falls back to its source hash). Lowering takes seconds to a minute, after hours of
-    training."""
+    training; `cache` reuses one computed for the same sources (`fingerprint.many`)."""
     from purerl.publish import fingerprint
 
     if (study.name not in fingerprint.COVERED or part not in study.parts or not study.commands
             or not listed(study, command)):
         return None
-    found = fingerprint.many([(study.name, part)], workers=1, cache=False)[(study.name, part)]
+    found = fingerprint.many([(study.name, part)], workers=1, cache=cache)[(study.name, part)]
     return found if isinstance(found, dict) else None
 
 
@@ -183,39 +191,6 @@ def listed(study: Study, command: str) -> bool:
     command = " ".join(word for word in shlex.split(command) if word != "--resume")
     return any(re.fullmatch(re.escape(registered).replace(re.escape("{runs}"), r"\S+"), command)
                for registered in study.commands)
-
-
-SESSIONS = "sessions.json"  # a resumable study command's list of the sessions that worked on it
-
-
-def add_session(folder: Path, study_name: str, resume: bool) -> list[dict]:
-    """This session appended to the session list in FOLDER (a fresh start begins a new list), refused in one line
-    where a file purerl did not write stands in its place."""
-    path = Path(folder) / SESSIONS
-    check_replaceable(path, "--runs-dir", own=is_sessions_record)
-    earlier = json.loads(path.read_text()) if resume and path.is_file() else []
-    sessions = [*earlier, session_facts(study_name)]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(sessions, indent=2) + "\n")
-    return sessions
-
-
-def is_sessions_record(path: Path) -> bool:
-    """`path` is a sessions file a resumable study command wrote (a list of `session_facts`), so the command may
-    replace it."""
-    try:
-        record = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(record, list) and all(isinstance(s, dict) and {"commit", "date"} <= s.keys() for s in record)
-
-
-def session_facts(study_name: str) -> dict:
-    """This session's commit, source hash and tree state, kept in a resumable run's directory when the session
-    starts (so a killed session is counted too) and passed to `record` as `sessions`."""
-    commit, dirty = git_state()
-    return {"commit": commit, "source_hash": source_hash(STUDIES[study_name]), "dirty": dirty,
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def forget(report: Path, part: str) -> None:

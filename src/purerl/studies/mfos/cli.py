@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from purerl.publish import provenance
+from purerl.publish import provenance, sessions
 from purerl.run import files, rundir
 from purerl.cli.args import path
 from purerl.config import ConfigError
@@ -102,7 +102,7 @@ def run_cli(args) -> int:
     check_pairing(game, opponent)
     report = _published_run_report(args.report, game, opponent)
     out = _prepare_out(args, game, opponent, run_config(game, opponent, settings, seeds, preset))
-    rundir.record_session(out, provenance.session_facts(run_report.STUDY))  # at the start: a killed one counts
+    rundir.record_session(out, sessions.facts(run_report.STUDY, run_report.part_name(game, opponent), args.argv))  # at the start: a killed one counts
     chunking = dict(checkpoint_dir=out / "checkpoint", resume=args.resume)
     if opponent == "self":
         result = run_self_play(game, settings, seeds, **chunking)
@@ -255,7 +255,7 @@ def _run_coin_cli(args, what: str) -> int:
     seeds = _seeds(args.seed, settings.seeds)
     report = provenance.check_report(args.report, "mfos_coin") if args.report else None
     out = _prepare_out(args, "coin", "ppo", coin.run_config(settings, seeds, preset))
-    rundir.record_session(out, provenance.session_facts("mfos_coin"))  # at the start: a killed one counts
+    rundir.record_session(out, sessions.facts("mfos_coin", "coin", args.argv))  # at the start: a killed one counts
     result = coin.run(settings, seeds, out / "checkpoint", resume=args.resume)
     coin_report.write_results(out, result, preset)
     if result["resumed_from_meta_episode"]:

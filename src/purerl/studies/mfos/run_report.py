@@ -23,7 +23,7 @@ def part_name(game: str, opponent: str) -> str:
 def write_report(report: Path, result: dict, settings: Settings, preset: str, argv: list[str],
                  sessions: list[dict]) -> None:
     """REPORT for one run, its plots and every seed's trained agent in REPORT_STEM/ beside it, recorded
-    from `argv` and the run's `sessions` (`provenance.session_facts`) in the results manifest."""
+    from `argv` and the run's `sessions` (`publish.sessions.facts`) in the results manifest."""
     from purerl.publish import provenance
 
     game, opponent = result["game"], result["opponent"]

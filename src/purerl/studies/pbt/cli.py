@@ -53,7 +53,7 @@ def run_cli(args) -> int:
     import numpy as np
 
     from purerl import stats
-    from purerl.publish import provenance
+    from purerl.publish import provenance, sessions
     from purerl.run import experiment, rundir
     from purerl.studies.pbt import design as study, report as pbt_report
 
@@ -77,7 +77,7 @@ def run_cli(args) -> int:
                               "replace it (or choose another --runs-dir)")
         continued[out] = args.resume and rundir.holds_run(out)
         rundir.prepare(out, design.spec(method, rep).to_json(), resume=continued[out], overwrite=not continued[out])
-    sessions = provenance.add_session(study.run_dir(args.runs_dir, env, "x", 0).parent, "pbt", args.resume)
+    worked = sessions.add(study.run_dir(args.runs_dir, env, "x", 0).parent, "pbt", args.resume, env, args.argv)
     started = time.perf_counter()
     for method, rep in runs:  # repetition by repetition, so a study stopped early has every method alike
         out = study.run_dir(args.runs_dir, env, method, rep)
@@ -100,7 +100,7 @@ def run_cli(args) -> int:
     provenance.record("pbt", report, env, args.argv, time.perf_counter() - started,
                       {"population": len(design.base.seeds), "env_steps_per_run": design.env_steps_per_member,
                        "seeds": record["seeds"]}, {"repetitions": design.repetitions},
-                      sessions=sessions if len(sessions) > 1 else None)
+                      sessions=worked if len(worked) > 1 else None)
     pbt_report.write_report(report)
     for method, s in record["methods"].items():
         print(f"{env} {s['label']:16s} evaluated return {stats.describe(s['evaluated_return'])}")
