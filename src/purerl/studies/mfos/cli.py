@@ -146,16 +146,16 @@ def _rerender(report: Path | None, merge: list[Path], argv: list[str]) -> int:
         raise ConfigError("report needs --report PATH, a table report with its PATH_STEM/table.json")
     data = report.parent / report.stem / "table.json"
     record = read_table(data, f"run `purerl mfos table --report {report}` first")
-    others = [(path, read_table(path, "give the table.json of a table run")) for path in merge]
-    for path, other in others:
+    others = [(table, read_table(table, "give the table.json of a table run")) for table in merge]
+    for table, other in others:
         if comparable(other) != comparable(record):
-            raise ConfigError(f"{path} has other settings or seeds than {data}; only like runs can be merged")
-    for path, other in others:
+            raise ConfigError(f"{table} has other settings or seeds than {data}; only like runs can be merged")
+    for table, other in others:
         for game in other["games"]:
-            record["games"][game] = carried(other, game, path.parent.parent / f"{path.parent.name}.md")
+            record["games"][game] = carried(other, game, table.parent.parent / f"{table.parent.name}.md")
             for plot in (f"{game}_rewards.png", f"{game}_nl_policies.png"):
-                if (path.parent / plot).is_file():
-                    shutil.copyfile(path.parent / plot, data.parent / plot)
+                if (table.parent / plot).is_file():
+                    shutil.copyfile(table.parent / plot, data.parent / plot)
     if others:
         files.write_atomic(data, json.dumps(record, indent=2))
     write_report({**record, "rendered": provenance.run_facts(argv)}, report)
