@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.publish import fingerprint, provenance, staleness
+from purerl.publish import differences, fingerprint, provenance, staleness
 from purerl.publish.catalog import STUDIES
 
 CARTPOLE = STUDIES["dpo"].commands[1]  # PPO, DPO and two LPO drifts on CartPole-v1
@@ -225,7 +225,9 @@ def test_mark_writes_the_notice_and_clears_it_when_current_and_names_missing_par
     staleness.mark(results, {})
     current = document.read_text()  # no stale part left; the parts never generated are still said
     assert "STALE:" not in current and provenance.STALE_MARK not in current and "INCOMPLETE" in current
-    assert current.replace("\n".join(provenance.stale_notice("dpo", {}, missing)) + "\n", "") == original
+    notice, block = ("\n".join(lines) + "\n" for lines in (provenance.stale_notice("dpo", {}, missing),
+                                                           differences.block("dpo")))
+    assert current.replace(notice, "").replace(block, "") == original  # and the study's differences were inserted
 
 
 def test_record_stores_the_fingerprint_of_a_registered_command_only(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import json
 import platform
 from pathlib import Path
 
-from purerl.publish import provenance
+from purerl.publish import differences, provenance
 from purerl.publish.catalog import Study
 from purerl.run.files import write_atomic
 
@@ -20,7 +20,8 @@ def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
     """Write `stale_parts`' verdict into the documents and manifests: each stale part's reason as `stale` in its
     manifest entry, and in its document a notice at the top (after the title) and provenance.STALE_MARK beside the part (its
     bullet in the provenance header, and a table row whose first cell is the part's name); a current part's
-    notice and marks are removed. Documents that change are returned. Generated text, like the rest."""
+    notice and marks are removed, and the study's deliberate differences are written or refreshed below the notice.
+    Documents that change are returned. Generated text, like the rest."""
     changed = []
     for study in provenance.STUDIES.values():
         path = Path(results_dir) / study.document
@@ -43,13 +44,14 @@ def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
 
 
 def marked(text: str, study_name: str, stale: dict[str, str], missing: list[str] = ()) -> str:
-    """`text` with its stale notice and marks replaced by those of `stale` ({part: why})."""
+    """`text` with its stale notice and marks replaced by those of `stale` ({part: why}), and its block of deliberate
+    differences by the catalog's current one (`publish.differences`): both are generated text."""
     lines = text.split("\n")
     if provenance.NOTICE_START in lines:
         start = lines.index(provenance.NOTICE_START)
         end = lines.index(provenance.NOTICE_END, start)
         del lines[start:end + 2 if end + 1 < len(lines) and not lines[end + 1] else end + 1]
-    lines = [line.replace(provenance.STALE_MARK, "") for line in lines]
+    lines = [line.replace(provenance.STALE_MARK, "") for line in differences.refreshed(lines, study_name)]
     for i, line in enumerate(lines):
         for name in stale:
             if line.startswith(f"- **{name}**:"):
@@ -58,10 +60,7 @@ def marked(text: str, study_name: str, stale: dict[str, str], missing: list[str]
                 lines[i] = line.replace(f"| {name} |", f"| {name}{provenance.STALE_MARK} |", 1)
     notice = provenance.stale_notice(study_name, stale, missing)
     if notice:
-        title = next((i for i, line in enumerate(lines) if line.startswith("# ")), -1)
-        at = title + 1
-        if title >= 0 and at < len(lines) and not lines[at]:
-            at += 1
+        at = differences.after_title(lines)
         lines[at:at] = notice
     return "\n".join(lines)
 

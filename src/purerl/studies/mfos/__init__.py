@@ -41,13 +41,8 @@ Checked line by line against the authors' code (luchris429/model-free-opponent-s
   first step instead, the earlier purerl rule).
 - The authors' code has no ZD analysis; the paper reports extortion against NL in the IPD.
 
-Deliberate differences (also listed in the report, `markdown.DIFFERENCES`): the actor's variance is a
-state-independent parameter (theirs: a softplus head); PPO uses GAE(1) with the time limit bootstrapped,
-running reward and per-batch advantage normalisation and gradient clipping (theirs: batch-standardised
-Monte-Carlo returns, no clipping); self-play uses lr 2e-3 (theirs 2e-4), one rollout with the agents in
-seats 1 and 2 against NLs (theirs: each agent in seat 2), and a lambda decay scaled to the budget;
-chicken keeps 5 logits with gamma = 0 (theirs: one parameter); MAMAML meta-learns its logits only, on a
-CPU budget; the baselines average num_games games per seed (theirs: 8192 games once).
+Deliberate differences: the `mfos`, `mfos_paper` and `mfos_coin` studies' `differences` in
+`publish/catalog.py`, which every M-FOS document shows at its top.
 """
 
 from purerl.run import rundir  # noqa: E402

@@ -15,12 +15,8 @@ together (`step_batch`) instead of one by one. The opponent's update sits in a
 step, so the seeds are sharded over the devices and each device trains its own
 one after another (`population.one_by_one`).
 
-Differences from the authors' code, each deliberate: every one of the 16 steps
-is a real move (theirs spends one per inner episode on the reset); a respawned
-coin never lands on a player; the opponent sees the board from its own seat
-(theirs sees the red player's view); and the M-FOS agent's memory is one GRU per
-stream running across inner episodes rather than their extra conv-GRU summary
-of the previous inner episode averaged over the batch.
+Its deliberate differences from the authors' code are the `mfos_coin` study's
+`differences` in `publish/catalog.py`, shown at the top of docs/results/mfos_coin.md.
 """
 
 from __future__ import annotations

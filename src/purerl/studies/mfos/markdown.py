@@ -6,37 +6,11 @@ from pathlib import Path
 
 from purerl.publish import provenance
 from purerl.studies.mfos.baselines import SHAPERS
-from purerl.studies.mfos.report import PAPER, POLICY_LABELS, format_cell
+from purerl.studies.mfos.report import PAPER, PAPER_SOURCES, POLICY_LABELS, format_cell
 from purerl.studies.mfos.settings import META_EPISODE, OPPONENTS, TRAIN_GAMES
 from purerl.run import files
 
 _ROW_ORDER = [f"{a} vs {b}" for b in OPPONENTS for a in SHAPERS + ("mfos",)] + ["mfos vs mfos"]
-
-# Every deliberate difference from the authors' code (luchris429/model-free-opponent-shaping), read line by line.
-DIFFERENCES = [
-    "M-FOS's network: theirs is one hidden layer of 256 tanh units for the actor and the critic, with a "
-    "state-dependent variance (softplus of a second actor head); ours is the library's actor-critic "
-    "(`--preset paper`: one layer of 256; the CPU presets: 64-64) with a state-independent log-std.",
-    "PPO's returns: theirs are Monte-Carlo returns (gamma 0.99, zero after the 100th step) standardised over "
-    "the batch, the critic fit to them; ours are GAE with lambda = 1 bootstrapped at the time limit, a running "
-    "reward normalisation and per-batch advantage normalisation, a clipped value loss (theirs is plain "
-    "squared error), and gradients clipped at norm 1 (theirs are not).",
-    "Meta self-play: theirs uses lr 2e-4 (2e-3 against learners), ours 2e-3 throughout. Against naive "
-    "learners theirs plays each agent in seat 2 in its own rollout; ours plays agent 0 in seat 1 and agent 1 "
-    "in seat 2 in one rollout (this matters only in IMP, which is not symmetric). Their lambda falls by 0.0015 "
-    "before the first meta-episode; ours starts at 1 and falls by 0.0015 x 1024 / meta-episodes, so it reaches "
-    "0 after the same 65% of training on any budget. Their self-play batch is 4096 games, as against learners; "
-    "the `small` table's self-play plays more games per update than its other rows (`self_play_num_games`).",
-    "Chicken: theirs gives each player one parameter; ours keeps the 5 logits of the memory-one games with "
-    "gamma = 0, which gives the same payoffs and learner steps (the 4 memory logits get zero gradient), but "
-    "M-FOS still outputs 5 numbers and observes 10 probabilities, 8 of them irrelevant.",
-    "MAMAML: theirs meta-learns its initial logits and its own step size with 1000 Adam steps (lr 0.01) and "
-    "keeps 10 such initialisations; ours meta-learns the logits only, with `mamaml_steps` Adam steps (lr 0.1) "
-    "against 64 naive learners, one initialisation per game and seat, and steps with lr 1 as it is played.",
-    "Baselines: theirs average 8192 games once; ours average `num_games` games per seed, over the seeds.",
-    "Final numbers: theirs are not tied to particular meta-episodes in the code; ours average the last 10% of "
-    "training meta-episodes per seed.",
-]
 
 
 def write_report(record: dict, report: Path) -> None:
@@ -90,8 +64,7 @@ def write_report(record: dict, report: Path) -> None:
             cells = (format_cell(rows[label]["final"]["shaper"]), format_cell(rows[label]["final"]["opponent"])) \
                 if label in rows else ("not run (the table stopped before this row)",) * 2
             lines.append(f"| {pretty.replace('nl', 'NL')} | {cells[0]} | {cells[1]} |")
-        lines += [""] + [f"Paper, full scale: M-FOS vs {o.upper()} {m:+.2f}, {o.upper()} {n:+.2f}."
-                         for (g, o), (m, n) in PAPER.items() if g == game]
+        lines += [""] + [_paper_line(game, opponent) for g, opponent in PAPER_SOURCES if g == game]
         if "analysis_vs_nl" in entry:
             lines += ["", f"![M-FOS training curves]({report.stem}/{game}_rewards.png)", ""]
             lines += analysis_lines(game, entry["analysis_vs_nl"], entry.get("analysis_vs_nl_greedy"),
@@ -102,9 +75,17 @@ def write_report(record: dict, report: Path) -> None:
                           f"`purerl mfos evaluate --report {report}` replays them against the same fresh NLs and "
                           "checks every number in this section.", ""]
         lines.append("")
-    lines += ["## Deliberate differences from the authors' code", ""] + [f"- {d}" for d in DIFFERENCES] + [""]
     report.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(report, "\n".join(lines) + "\n")
+
+
+def _paper_line(game: str, opponent: str) -> str:
+    """The paper's number for one pairing beside the table, and where it comes from (or why there is none)."""
+    who, source = opponent.upper(), PAPER_SOURCES[(game, opponent)]
+    if (game, opponent) not in PAPER:
+        return f"Paper, full scale, M-FOS vs {who}: {source}."
+    mfos, other = PAPER[(game, opponent)]
+    return f"Paper, full scale: M-FOS vs {who} {mfos:+.2f}, {who} {other:+.2f} ({source})."
 
 
 def _made_by(record: dict, games: list[tuple[str, dict]]) -> str:

@@ -14,8 +14,15 @@ from purerl.studies.mfos.settings import HYPERPARAMS, INNER_LR, META_EPISODE, Se
 from purerl.run import files
 
 
-PAPER = {  # the paper's full-scale IPD numbers quoted in the brief (M-FOS, opponent)
+PAPER = {  # the paper's full-scale numbers (M-FOS, opponent) per step, where a value was found (PAPER_SOURCES)
     ("ipd", "nl"): (-0.48, -2.17),
+}
+_NOT_FOUND = ("no value here: none could be read from the paper (arXiv 2205.01447) or the authors' repository when "
+              "this line was written")
+PAPER_SOURCES = {  # where each of the table's paper numbers comes from, or why a pairing has none
+    ("ipd", "nl"): "the numbers this study was set up to match; not yet traced to a table or figure of the paper",
+    ("imp", "nl"): _NOT_FOUND,
+    ("chicken", "mamaml"): _NOT_FOUND,
 }
 POLICY_LABELS = ("start", "CC", "CD", "DC", "DD")
 

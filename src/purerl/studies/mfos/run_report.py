@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from purerl.studies.mfos.markdown import analysis_lines
-from purerl.studies.mfos.report import PAPER, format_cell, plot_policies, plot_rewards, pyplot, save_figure
+from purerl.studies.mfos.report import (PAPER, PAPER_SOURCES, format_cell, plot_policies, plot_rewards, pyplot,
+                                        save_figure)
 from purerl.studies.mfos.runs import MIN_SEEDS_FOR_CI, agents_path, save_agents
 from purerl.studies.mfos.settings import META_EPISODE, Settings
 from purerl.run import files
@@ -60,11 +61,12 @@ def _body(result: dict, settings: Settings, stem: str, part: str) -> list[str]:
         f"Budget: {settings.num_games} games in parallel x {settings.meta_episodes} meta-episodes of "
         f"{META_EPISODE} meta-steps, M-FOS actor and critic {'-'.join(map(str, settings.hidden_sizes))} tanh, "
         f"seeds {result['seeds']}; compile {result['compile_s']:.0f} s, training {result['run_s'] / 60:.1f} min "
-        f"(summed over every session of a resumed run). Each meta-episode is scored {scoring}. The games and "
-        "every deliberate difference from the authors' code are as in [mfos.md](mfos.md).", "",
+        f"(summed over every session of a resumed run). Each meta-episode is scored {scoring}. The games are as "
+        "in [mfos.md](mfos.md); the deliberate differences from the authors' code that apply here are listed above.",
+        "",
         f"Mean reward per step over the last {result['final_window']} meta-episodes (10% of training), "
-        f"{statistic}. Paper: its full-scale numbers. A verdict on closeness (within {PAPER_TOLERANCE}) needs a "
-        "CI: yes where the whole CI lies within it, no where none of it does.", "",
+        f"{statistic}. Paper: its full-scale numbers ({PAPER_SOURCES[(game, opponent)]}). A verdict on closeness "
+        f"(within {PAPER_TOLERANCE}) needs a CI: yes where the whole CI lies within it, no where none of it does.", "",
         "| player | this run | the paper | this run - paper | within " + f"{PAPER_TOLERANCE} |", "|---|---|---|---|---|",
     ]
     paper = PAPER[(game, opponent)]
