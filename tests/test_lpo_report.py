@@ -91,7 +91,7 @@ def _render(tmp_path, record: dict) -> str:
 def test_the_lpo_section_says_not_reproduced_when_no_paired_ci_is_above_zero(tmp_path):
     ppo = np.linspace(150.0, 220.0, 16)
     text = _render(tmp_path, _training_task_record(ppo, ppo + np.where(np.arange(16) % 2, 6.0, -4.0)))
-    assert "over the last 10: 180.0 (std 0.0); PPO's on the same fitness: 185.0 [" in text
+    assert "over the last 10: 180.0 (std 0.0); PPO's on the same fitness (below): 185.0 [" in text
     assert "| lpo-es0 | 186.0 [" in text and "| ppo | 185.0 [" in text
     assert "**LPO: not reproduced at this budget**: no evolved drift is ahead of PPO on its own training task" in text
     assert "lpo-es0 +1.0 [" in text and "lpo-es0 from 100.0 to 180.0; PPO itself scores 185.0 [" in text
@@ -110,8 +110,8 @@ def test_few_seeds_give_no_verdict_and_an_old_record_asks_for_its_part_to_be_reg
     assert "**LPO: not judged**: below 10 seeds a difference has no CI (lpo-es0 +30.0 (n=3, no CI))" in _render(
         tmp_path / "few", _training_task_record(few, few + 30.0))
     old = _render(tmp_path / "old", _training_task_record(np.linspace(150.0, 220.0, 16), None))
-    assert "PPO's on the same fitness: not recorded (see below)" in old and "LPO: not" not in old
+    assert "PPO's on the same fitness (below): not recorded" in old and "LPO: not" not in old
     assert "is not in the record of CartPole-v1 at 1,024 env steps per run: it was made before" in old
     assert "Regenerate the CartPole-v1 part" in old
     elsewhere = _training_task_record(np.linspace(150.0, 220.0, 16), None) | {"total_timesteps": 2048}
-    assert "not measured: no row above is its training task" in _render(tmp_path / "elsewhere", elsewhere)
+    assert "not measured, no row above is its training task" in _render(tmp_path / "elsewhere", elsewhere)

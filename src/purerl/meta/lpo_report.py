@@ -69,8 +69,8 @@ def lines(folder: Path, records: list[dict]) -> list[str]:
         start, end = np.mean(means[:10]), np.mean(means[-10:])
         at = next((i for i, r in enumerate(records) if trained_on(task, r)), None)
         ppo = None if at is None else records[at]["objectives"].get("ppo", {}).get(f"fitness_{task['fitness']}")
-        beside = ("not measured: no row above is its training task" if at is None else
-                  "not recorded (see below)" if ppo is None else stats.describe(ppo))
+        beside = ("not measured, no row above is its training task" if at is None else
+                  "not recorded" if ppo is None else stats.describe(ppo))
         if at is not None:
             tasks.setdefault((at, task["fitness"]), {})[run.name] = (start, end)
         out += [f"- **lpo-{run.name}**: {es['strategy']}, population {es['population_size']} x {len(rows)} "
@@ -80,7 +80,7 @@ def lines(folder: Path, records: list[dict]) -> list[str]:
                 f"{seconds / 60:.1f} min of generations. Made by {made or 'an unrecorded command'}. Mean "
                 f"candidate fitness over generations 0-9: {start:.1f} (std {np.std(means[:10]):.1f} across them), "
                 f"over the last 10: {end:.1f} (std {np.std(means[-10:]):.1f}); "
-                f"PPO's on the same fitness: {beside}. "
+                f"PPO's on the same fitness (below): {beside}. "
                 f"Curve: [{run.name}/fitness.png]({folder.parent.name}/{folder.name}/{run.name}/fitness.png)."]
     for (at, kind), curves in tasks.items():
         out += ["", *_against_ppo(records[at], kind, curves)]
@@ -110,7 +110,7 @@ def _against_ppo(record: dict, kind: str, curves: dict[str, tuple[float, float]]
                 "lists its command) to show each objective's fitness on the training task, PPO's beside the curves "
                 "above, and whether LPO is ahead of PPO there."]
     updates = record["env_steps_per_run"] // (record["num_envs"] * record["num_steps"])
-    statistic = {"auc": f"each seed's mean return over all {updates} updates of its run (the area under its curve)",
+    statistic = {"auc": f"each seed's mean return over all {updates} updates of its run, the area under its curve",
                  "final": f"each seed's mean return over its last {results.FINAL_WINDOW} updates"}[kind]
     ppo = rows["ppo"][key]
     paired = {f"lpo-{name}": stats.paired_difference(rows[f"lpo-{name}"][key]["values"], ppo["values"])
