@@ -134,6 +134,24 @@ def test_an_env_dynamics_change_stales_only_that_env(baseline, monkeypatch):
     assert differing(baseline["mfos"], mfos_print()) == set()
 
 
+def test_only_the_lpo_training_task_probes_the_evolutions_fitness(baseline, monkeypatch):
+    """CartPole-v1 at 65,536 steps is the LPO evolutions' training task: its record holds every objective's fitness
+    and its report pairs the drifts with PPO, so only its part sees a change to that fitness or to the pairing."""
+    from purerl import stats
+    from purerl.meta import evolve
+
+    assert "host lpo training fitness" in baseline["cartpole"] and "host lpo training fitness" not in baseline["acrobot"]
+    from purerl.publish.fingerprint.training import _lpo_fitness_probe
+
+    before = fingerprint.value_hash(_lpo_fitness_probe(["auc"]))
+    paired = stats.paired_difference
+    monkeypatch.setattr(stats, "paired_difference", lambda a, b: {**paired(a, b), "verdict": "better"})
+    assert fingerprint.value_hash(_lpo_fitness_probe(["auc"])) != before
+    fitness = evolve.curve_fitness
+    monkeypatch.setattr(evolve, "curve_fitness", lambda returns, kind: fitness(returns[1:], kind))
+    assert differing(baseline["cartpole"], compare_print()) == {"host lpo training fitness"}
+
+
 def test_a_bootstrap_change_stales_the_statistics_everywhere(monkeypatch):
     from purerl import stats
 

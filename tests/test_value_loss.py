@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from purerl import stats
 from purerl.publish import provenance
 from purerl.algos.objectives import l2, learned_log_weight, learned_value_loss, mlp_value_loss
 from purerl.cli import main
@@ -214,11 +215,11 @@ def test_tuning_chooses_the_best_mean_fitness_and_a_nan_run_cannot_win():
 
 def test_paired_difference_gives_a_ci_and_a_verdict_only_where_it_decides():
     base = np.linspace(100.0, 200.0, 16)
-    ahead = value_loss.paired_difference(base + 2.0, base)
+    ahead = stats.paired_difference(base + 2.0, base)
     assert ahead["mean"] == pytest.approx(2.0) and ahead["ci95_low"] == pytest.approx(2.0) and ahead["verdict"] == "better"
-    noisy = value_loss.paired_difference(base + np.where(np.arange(16) % 2, 3.0, -3.0), base)
+    noisy = stats.paired_difference(base + np.where(np.arange(16) % 2, 3.0, -3.0), base)
     assert noisy["ci95_low"] < 0 < noisy["ci95_high"] and noisy["verdict"] == "not distinguishable"
-    few = value_loss.paired_difference(base[:5] - 9.0, base[:5])
+    few = stats.paired_difference(base[:5] - 9.0, base[:5])
     assert not few["ci_valid"] and few["verdict"] == "not distinguishable"
 
 

@@ -73,6 +73,25 @@ def separation(a: dict, b: dict) -> int:
     return 1 if a["ci95_low"] > b["ci95_high"] else -1 if a["ci95_high"] < b["ci95_low"] else 0
 
 
+def paired_difference(a, b) -> dict:
+    """The mean over seeds of a - b on the same seeds, with its 95% percentile-bootstrap CI, and 'better' /
+    'worse' only when that CI excludes 0 (no CI, and no verdict, below MIN_SEEDS_FOR_CI). Pairing removes what
+    the seeds share, so it resolves differences that two separate CIs (`separation`) cannot."""
+    differences = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    low, high = bootstrap_ci(differences, statistic=lambda x, axis: np.mean(x, axis=axis))
+    valid = differences.size >= MIN_SEEDS_FOR_CI
+    judged = "better" if valid and low > 0 else "worse" if valid and high < 0 else "not distinguishable"
+    return {"mean": float(differences.mean()), "ci95_low": float(low), "ci95_high": float(high),
+            "n": int(differences.size), "ci_valid": bool(valid), "verdict": judged}
+
+
+def describe_paired(d: dict, digits: int = 1) -> str:
+    """A `paired_difference` as '+mean [low, high]', or '+mean (n=N, no CI)' below MIN_SEEDS_FOR_CI seeds."""
+    if not d["ci_valid"]:
+        return f"{d['mean']:+.{digits}f} (n={d['n']}, no CI)"
+    return f"{d['mean']:+.{digits}f} [{d['ci95_low']:+.{digits}f}, {d['ci95_high']:+.{digits}f}]"
+
+
 def forward_fill(x: np.ndarray) -> np.ndarray:
     """Carry the last finite value forward along axis 0 (updates where no episode ended)."""
     x = np.array(x, dtype=np.float64)

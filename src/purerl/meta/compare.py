@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from purerl import stats
-from purerl.meta import evolve_files
+from purerl.meta import lpo_report
+from purerl.meta.evolve import curve_fitness
 from purerl.run import experiment, files, results, rundir
 from purerl.publish import provenance, sessions
 from purerl.config import ConfigError
@@ -45,6 +46,8 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         continued[label] = resume and rundir.holds_run(env_dir / label)
         rundir.prepare(env_dir / label, spec.to_json(), resume=continued[label], overwrite=not continued[label])
     worked = sessions.add(env_dir, "dpo", resume, env, argv)
+    cfg = base.config
+    kinds = lpo_report.fitness_kinds(objectives, cfg)  # on an LPO evolution's training task: its fitness too
     curves, rows = {}, {}
     for spec, label in zip(specs, labels):
         run_dir = env_dir / label
@@ -53,10 +56,10 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         curves[label] = results.read_member_returns(run_dir)
         rows[label] = {"final_return": summary["final_return"], "run_dir": str(run_dir),
                        "return_at_80pct": stats.summarize(_return_at(curves[label], LATE_FRACTION)),
-                       "env_steps_per_s": summary["env_steps_per_s"]}
+                       "env_steps_per_s": summary["env_steps_per_s"],
+                       **{f"fitness_{kind}": stats.summarize(curve_fitness(curves[label], kind)) for kind in kinds}}
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    cfg = base.config
     record = {
         "env": env,
         "preset": base.preset,
@@ -109,7 +112,7 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
     if learned:
         lines += [_versus_ppo(records, label) + " The LPO section below says which row is its training task."
                   for label in learned]
-        lines += ["", *_lpo_lines(results_dir / "lpo")]
+        lines += ["", *lpo_report.lines(results_dir / "lpo", records)]
     else:
         lines += ["LPO has no column: no LPO drift evolved at a stated budget is committed yet, and a drift from "
                   "an unrecorded run is not a reproducible result.", ""]
@@ -184,49 +187,8 @@ def _label(objective: str) -> str:
 
 
 def run_name(path: str | Path) -> str:
-    """The evolve run a meta-parameter path belongs to (its folder for a .msgpack file): names LPO's columns."""
-    path = Path(path)
-    return path.parent.name if path.suffix == ".msgpack" else path.name
-
-
-_FEATURES = (("rollback_below_r", "rollback: r below which A = -1 pushes r up", lambda f: f["rollback_below_r"]["-1"]),
-             ("optimism_mean_drift_inside_clip", "drift inside PPO's clip, A > 0", None),
-             ("optimism_drift_beyond_clip_vs_ppo", "drift beyond the clip / PPO's", None),
-             ("mean_abs_difference_from_ppo", "mean abs(D - D_PPO)", None),
-             ("max_abs_difference_from_ppo", "max abs(D - D_PPO)", None),
-             ("mean_abs_difference_from_dpo", "mean abs(D - D_DPO)", None))
-
-
-def _lpo_lines(folder: Path) -> list[str]:
-    """What made the lpo-* columns: each committed evolve run in FOLDER (its ES budget, the sessions that ran it
-    and its fitness curve) and the named features of every drift (FOLDER/drift.json, `purerl analyze drift`)."""
-    lines = ["## LPO: the evolved drifts", ""]
-    for run in sorted(p for p in folder.glob("*") if (p / "config.json").is_file()):
-        config = json.loads((run / "config.json").read_text())
-        es, task = config["es"], config["task_info"]
-        rows = evolve_files.read_log(run)
-        means, seconds = [row["mean"] for row in rows], sum(row["seconds"] for row in rows)
-        made = "; ".join(f"`{s['command']}` at {s['commit'][:10]} on {s['machine']}, {s['date']}"
-                         for s in rundir.sessions(run))
-        lines += [f"- **lpo-{run.name}**: {es['strategy']}, population {es['population_size']} x {len(rows)} "
-                  f"generations x {es['rollouts']} inner run(s) per candidate, lr {es['lr']} to {es['lr_final']}, "
-                  f"std {es['std']} to {es['std_final']}, {es['fitness_shaping']} fitness, ES seed {es['seed']}; "
-                  f"inner runs: {task['env']}, {task['total_timesteps']:,} steps, fitness {task['fitness']} return; "
-                  f"{seconds / 60:.1f} min of generations. Made by {made or 'an unrecorded command'}. Mean "
-                  f"candidate fitness over generations 0-9: {np.mean(means[:10]):.1f} (std {np.std(means[:10]):.1f}"
-                  f" across them), over the last 10: {np.mean(means[-10:]):.1f} (std {np.std(means[-10:]):.1f}). "
-                  f"Curve: [{run.name}/fitness.png]({folder.parent.name}/{folder.name}/{run.name}/fitness.png)."]
-    drift = folder / "drift.json"
-    if drift.exists():
-        features = json.loads(drift.read_text())
-        lines += ["", f"Each drift's named features on the analysis grid (`purerl analyze drift`; the maps are in "
-                  f"[drift.png]({folder.parent.name}/{folder.name}/drift.png)):", "",
-                  "| drift | " + " | ".join(title for _, title, _ in _FEATURES) + " |",
-                  "|---|" + "---|" * len(_FEATURES)]
-        for label, f in features.items():
-            cells = [(pick(f) if pick else f[key]) for key, _, pick in _FEATURES]
-            lines.append(f"| {label} | " + " | ".join("none" if c is None else f"{c:.3g}" for c in cells) + " |")
-    return lines + [""]
+    """The evolve run a meta-parameter path belongs to: names LPO's columns."""
+    return lpo_report.evolution_dir(path).name
 
 
 def _objective_order(label: str) -> tuple:

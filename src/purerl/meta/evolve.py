@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -56,6 +57,17 @@ def train_fitness(train, hp, kind: str, final_window: int = results.FINAL_WINDOW
         return jnp.nanmean(window)
 
     return fitness
+
+
+def curve_fitness(returns: np.ndarray, kind: str, final_window: int = results.FINAL_WINDOW) -> np.ndarray:
+    """`train_fitness` of each member of a finished run's returns [updates, members] (metrics.csv's): what an
+    evolution maximised, measured on runs made outside it, such as the baselines it is compared with."""
+    if kind not in FITNESS_KINDS:
+        raise ConfigError(f"unknown fitness '{kind}'; choose from {', '.join(FITNESS_KINDS)}")
+    window = returns[-final_window:] if kind == "final" else returns
+    with warnings.catch_warnings():  # a member none of whose episodes ended has no fitness (NaN)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(window, axis=0)
 
 
 class Evolution:

@@ -184,7 +184,7 @@ _ACT_DIFFERENCES = (
     "Breakout victims, and their Pendulum, Reacher and Breakout test-time tasks, are not run.",
 )
 STUDIES = {s.name: s for s in (
-    Study("dpo", "dpo.md", TRAINING + EVOLUTION + ("envs/brax.py", "meta/compare.py", "studies/lpo.py"), DPO_ENVS, (
+    Study("dpo", "dpo.md", TRAINING + EVOLUTION + ("envs/brax.py", "meta/compare.py", "meta/lpo_report.py", "studies/lpo.py"), DPO_ENVS, (
         f"purerl analyze drift {','.join(_LPO)} --out docs/results/dpo/lpo",
         f"{_COMPARE} --env CartPole-v1 --seeds 16 --total-timesteps 65536",
         f"{_COMPARE} --env Acrobot-v1 --seeds 16",

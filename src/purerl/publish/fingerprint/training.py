@@ -32,6 +32,7 @@ def member_keys(fp: Fingerprint, members) -> None:
 def compare_part(fp: Fingerprint, command: str) -> None:
     """`purerl compare`: each objective's training at the env's config, on the same seeds, and the statistics."""
     from purerl.cli.train import train_spec
+    from purerl.meta import lpo_report
     from purerl.run.trainspec import TrainSpec
 
     args = parse_command(command)
@@ -50,6 +51,9 @@ def compare_part(fp: Fingerprint, command: str) -> None:
     fp.input("hyperparameters", {"hyperparams": base.to_json()["hyperparams"], "grid": base.to_json()["grid"]})
     member_keys(fp, base.validate())
     fp.probe("compare curves", _compare_probe)
+    kinds = lpo_report.fitness_kinds(objectives, base.config)
+    if kinds:  # an LPO evolution's training task: each objective's fitness per seed, and the drifts paired with PPO
+        fp.probe("lpo training fitness", _lpo_fitness_probe, kinds)
     host_common(fp)
 
 
@@ -68,6 +72,17 @@ def _compare_probe() -> dict:
     return {"late": compare._return_at(curve, compare.LATE_FRACTION), "fraction": compare.LATE_FRACTION}
 
 
+def _lpo_fitness_probe(kinds: list[str]) -> dict:
+    """The evolutions' fitness per seed from curves with NaNs (`evolve.curve_fitness`), and paired differences."""
+    from purerl import stats
+    from purerl.meta.evolve import curve_fitness
+
+    rng = np.random.default_rng(17)
+    curves = [np.where(rng.random((n, 16)) < 0.3, np.nan, rng.normal(150.0, 40.0, (n, 16))) for n in (12, 128)]
+    return {"fitness": {kind: [curve_fitness(c, kind) for c in curves] for kind in kinds},
+            "paired": [stats.paired_difference(v, v[::-1] - 5.0) for v in probe_inputs()]}
+
+
 # ------------------------------------------------------------------------------------------------ value loss
 def value_loss_part(fp: Fingerprint, command: str) -> None:
     """`purerl analyze value-loss`: the committed evolutions, the ES seed it selects per loss form, PPO with each
@@ -78,6 +93,7 @@ def value_loss_part(fp: Fingerprint, command: str) -> None:
     import jax
     import jax.numpy as jnp
 
+    from purerl import stats
     from purerl.algos.objectives import clipped_l2, l2
     from purerl.algos.ppo import make_train
     from purerl.config import HyperParams
@@ -146,7 +162,7 @@ def value_loss_part(fp: Fingerprint, command: str) -> None:
         fp.probe("tuning choice", lambda: tuning.choose(tuning.GRID, _tuning_fitness(len(tuning.GRID))))
     if extended:
         fp.probe("loss numbers l2", value_loss_shape.loss_numbers, l2, None)
-        fp.probe("paired differences", lambda: [value_loss.paired_difference(v, v[::-1] - 5.0) for v in probe_inputs()])
+        fp.probe("paired differences", lambda: [stats.paired_difference(v, v[::-1] - 5.0) for v in probe_inputs()])
     host_common(fp)
 
 

@@ -22,7 +22,7 @@ from purerl.algos.objectives import (clipped_l2, init_mlp_value_loss_params, ini
                                      learned_value_loss, mlp_value_loss)
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
-from purerl.meta.evolve import MetaTask, train_fitness
+from purerl.meta.evolve import MetaTask, curve_fitness, train_fitness
 from purerl.meta.strategies import ESConfig
 from purerl.run.population import Placement, batched, make_members
 
@@ -177,11 +177,10 @@ def returns_of(value_loss, meta_params, config: PPOConfig, keys, hyperparams: Hy
 
 
 def fitness_per_seed(returns: np.ndarray) -> dict[str, np.ndarray]:
-    """The evolution's fitness (mean over updates of the return, as `train_fitness`) and the final return."""
+    """The evolution's fitness (`curve_fitness`: the mean over updates of the return) and the final return."""
     from purerl.run.results import final_returns
 
-    with np.errstate(all="ignore"):
-        return {"auc": np.nanmean(returns, axis=0), "final": final_returns(returns)}
+    return {"auc": curve_fitness(returns, "auc"), "final": final_returns(returns)}
 
 
 def held_out(losses: dict[str, Loss], settings: dict[str, dict], seeds_by_setting: dict[str, int],
@@ -219,14 +218,3 @@ def verdict(learned: dict, baseline: dict) -> str:
     if learned["ci95_high"] < baseline["ci95_low"]:
         return "worse"
     return "not distinguishable"
-
-
-def paired_difference(learned: list[float], baseline: list[float]) -> dict:
-    """The mean over seeds of learned - baseline on the same seeds, with its 95% percentile-bootstrap CI, and
-    'better' / 'worse' only when that CI excludes 0 (no CI, and no verdict, below stats.MIN_SEEDS_FOR_CI)."""
-    differences = np.asarray(learned, np.float64) - np.asarray(baseline, np.float64)
-    low, high = stats.bootstrap_ci(differences, statistic=lambda x, axis: np.mean(x, axis=axis))
-    valid = differences.size >= stats.MIN_SEEDS_FOR_CI
-    judged = "better" if valid and low > 0 else "worse" if valid and high < 0 else "not distinguishable"
-    return {"mean": float(differences.mean()), "ci95_low": float(low), "ci95_high": float(high),
-            "n": int(differences.size), "ci_valid": bool(valid), "verdict": judged}

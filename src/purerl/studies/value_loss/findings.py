@@ -7,6 +7,8 @@ sentence with a number is generated from the record.
 
 from __future__ import annotations
 
+from purerl import stats
+
 SHAPE_COLUMNS = ("slope at v = t, left / right (L2: 0)", "curvature at v = t (L2: 1)", "as L2 near v = t at vf_coef",
                  "minimum at v - t", "over/under-estimation ratio at 10 / 30", "share of errors with negative curvature",
                  "distance from L2 after dividing by the curvature (any scaled L2: 0)")
@@ -17,9 +19,7 @@ def _number(value, digits: int = 2, sign: bool = False) -> str:
 
 
 def _interval(d: dict, bold: bool = False) -> str:
-    if not d["ci_valid"]:
-        return f"{d['mean']:+.1f} (n={d['n']}, no CI)"
-    text = f"{d['mean']:+.1f} [{d['ci95_low']:+.1f}, {d['ci95_high']:+.1f}]"
+    text = stats.describe_paired(d)
     return f"**{text}**" if bold and d["verdict"] != "not distinguishable" else text
 
 

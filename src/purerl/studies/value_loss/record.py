@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from purerl import stats
 from purerl.publish import provenance as manifest
 from purerl.studies import value_loss
 
@@ -56,13 +57,13 @@ def previous_stages(report: Path, selected: dict[str, str], stages: tuple[str, .
 
 def paired(held: dict, learned: list[str]) -> dict:
     """Per setting, each learned loss minus each baseline, and minus its own scale-only ablation (`scale_only`), on
-    the same held-out seeds (`value_loss.paired_difference` of the per-seed fitness)."""
+    the same held-out seeds (`stats.paired_difference` of the per-seed fitness)."""
     out = {}
     for setting, rows in held.items():
         out[setting] = {}
         for name in (n for n in learned if n in rows):
             others = {baseline: baseline for baseline in COMPARED} | {"scale_only": f"{name}_scale_only"}
-            out[setting][name] = {key: value_loss.paired_difference(rows[name]["auc_per_seed"], rows[other]["auc_per_seed"])
+            out[setting][name] = {key: stats.paired_difference(rows[name]["auc_per_seed"], rows[other]["auc_per_seed"])
                                   for key, other in others.items() if other in rows}
     return out
 
