@@ -234,8 +234,8 @@ def act_part(fp: Fingerprint, command: str) -> None:
             es_programs(fp, name, task, config)
     if args.report is None:
         return
-    victim = act.victim_of(args.env)
-    fp.input(f"{args.env} victims", {"hp": victim.hp, "fresh seeds": act.FRESH_SEEDS})
+    victim, seeds = act.victim_of(args.env), act.fresh_seeds(args.env, args.victims)
+    fp.input(f"{args.env} victims", {"hp": victim.hp, "fresh seeds": seeds})
     hp = abstract(victim.hp.as_arrays())
     key = jax.ShapeDtypeStruct((2,), np.uint32)
     talk = act.CheapTalk()
@@ -245,7 +245,7 @@ def act_part(fp: Fingerprint, command: str) -> None:
         fp.program(f"{args.env} victim, cheap talk", act.victim(args.env, talk), key, hp, abstract(template))
         obs_size = act.envs.make(args.env).observation_shape[0]
         fp.probe(f"{args.env} random adversaries", lambda: jax.lax.map(
-            lambda k: talk.init_params(k, obs_size), jax.random.split(jax.random.PRNGKey(12_345), len(act.FRESH_SEEDS))))
+            lambda k: talk.init_params(k, obs_size), jax.random.split(jax.random.PRNGKey(12_345), len(seeds))))
     else:
         exploiter = act.CheapTalk(condition_dims=1)
         train = act.victim(args.env, talk)
