@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +15,7 @@ from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.studies.act.cheap_talk import CheapTalk
 from purerl.studies import act
 
+ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("name", ["CartPole-v1", "Pendulum-v1", "Reacher-misc"])
 def test_messages_are_bounded_appended_and_depend_only_on_the_state(name):
@@ -111,6 +113,22 @@ def test_act_refuses_an_env_without_the_authors_victim_in_one_line(capsys, tmp_p
     assert message in capsys.readouterr().err and not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("victims, message", [
+    ("0", "argument --victims: expected a positive number, got '0'"),
+    ("x", "argument --victims: expected an integer, got 'x'"),
+    ("5000", "argument --victims: expected at most 4,096, got '5000'"),
+    ("64", "--victims sets an evaluation's victims: it needs --report or --from-params"),
+])
+def test_act_refuses_a_bad_victims_count_in_one_line_before_building_anything(monkeypatch, capsys, tmp_path,
+                                                                               victims, message):
+    from cli_run import run_cli
+
+    monkeypatch.setattr(act, "victim", lambda *a: pytest.fail("a victim was built"))
+    code, _, err = run_cli(capsys, "act", "train-time", "--env", "Pendulum-v1", "--victims", victims,
+                           "--runs-dir", tmp_path / "runs")
+    assert code == 2 and message in err and err.count("\n") == 1 and not (tmp_path / "runs").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_act_cli_runs_one_folder_per_es_seed_and_reports_every_run_and_baseline(tmp_path):
@@ -187,3 +205,89 @@ def test_an_evolve_run_without_report_only_evolves(monkeypatch, capsys, tmp_path
     assert main(["act", "train-time", "--env", "Pendulum-v1", "--runs-dir", str(tmp_path), "--no-progress"]) == 0
     assert evolved == ["anti-es0"]
     assert f"--from-params {tmp_path / 'Pendulum-v1'}" in capsys.readouterr().out
+
+
+def _rows(n: int, **cis) -> dict:
+    """Summaries of `n` victims per label, with the given (low, high) CIs."""
+    return {label: {"n": n, "ci_valid": True, "iqm": (low + high) / 2, "ci95_low": low, "ci95_high": high,
+                    "mean": (low + high) / 2, "values": []} for label, (low, high) in cis.items()}
+
+
+def test_no_act_verdict_from_fewer_victims_than_the_env_needs_and_one_above_where_cis_separate():
+    from purerl.studies.act import cli as act_cli
+
+    pairs = [("anti", "random adversary")]
+    apart = dict(anti=(-620.0, -560.0), **{"random adversary": (-510.0, -460.0)})
+    assert act.victim_of("Pendulum-v1").victims == 64 and act.victim_of("CartPole-v1").victims == 32
+    few = act_cli._verdicts(_rows(32, **apart), pairs, "Pendulum-v1")
+    assert few == ["- No verdicts: 32 fresh victims, and a verdict on Pendulum-v1 needs at least 64 (`--victims`)."]
+    assert act_cli._verdicts(_rows(64, **apart), pairs, "Pendulum-v1") == [
+        "- anti vs random adversary: lower (CIs do not overlap)"]
+    overlapping = dict(anti=(-520.0, -480.0), **{"random adversary": (-510.0, -460.0)})
+    assert act_cli._verdicts(_rows(64, **overlapping), pairs, "Pendulum-v1") == [
+        "- anti vs random adversary: not distinguishable at this budget"]
+    assert act_cli._verdicts(_rows(32, **apart), pairs, "CartPole-v1") == [  # CartPole's verdicts rest on 32
+        "- anti vs random adversary: lower (CIs do not overlap)"]
+    assert act_cli._verdicts(_rows(16, **apart), pairs, "CartPole-v1")[0].startswith("- No verdicts: 16 fresh")
+    test_time = dict(joint=(150.0, 160.0), silent=(90.0, 110.0))
+    assert "not judged. No verdicts: 16 fresh victims" in act_cli._backdoor_verdict(
+        _rows(16, **test_time), ["joint"], ["silent"], "CartPole-v1")
+    assert act_cli._backdoor_verdict(_rows(32, **test_time), ["joint"], ["silent"], "CartPole-v1").startswith(
+        "Train-time shaping adds control")
+
+
+def test_victims_sets_the_fresh_seeds_an_evaluation_trains_and_records(monkeypatch, tmp_path):
+    """--victims N evaluates seeds 20000 .. 20000 + N - 1; without it each env trains its own count."""
+    from purerl.cli import main
+    from purerl.publish import provenance
+
+    evaluated = []
+
+    def evaluate(run_dirs, env_name, plots_dir, seeds):
+        evaluated.append(seeds)
+        return {"mean_return_over_training": {}}
+
+    monkeypatch.setattr(act, "evaluate_train_time", evaluate)
+    params = ROOT / "docs/results/act/params-Pendulum-v1"
+    report = tmp_path / "act.md"
+    base = ["act", "train-time", "--env", "Pendulum-v1", "--from-params", str(params), "--report", str(report),
+            "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
+    assert main([*base, "--victims", "80"]) == 0
+    assert evaluated[-1] == list(range(20_000, 20_080))
+    part = provenance.read_manifest(tmp_path)["act.md"]["parts"]["train-time Pendulum-v1"]
+    assert part["budget"]["seeds"] == evaluated[-1] and part["command"].endswith("--victims 80")
+    assert main(base) == 0 and evaluated[-1] == list(range(20_000, 20_064))
+    assert act.fresh_seeds("CartPole-v1") == list(range(20_000, 20_032))
+
+
+def test_every_registered_act_evaluation_trains_the_victims_its_verdicts_need():
+    from purerl.publish.catalog import STUDIES
+    from purerl.publish.fingerprint.core import parse_command
+
+    reports = [parse_command(c) for c in STUDIES["act"].commands if " --report " in c]
+    assert {(args.phase, args.env) for args in reports} == {
+        ("train-time", "CartPole-v1"), ("train-time", "Pendulum-v1"), ("test-time", "CartPole-v1")}
+    for args in reports:
+        assert len(act.fresh_seeds(args.env, args.victims)) >= act.victim_of(args.env).victims
+    assert next(a for a in reports if a.env == "Pendulum-v1").victims == 64
+
+
+def test_the_victims_count_is_in_the_evaluations_fingerprint_and_no_program_depends_on_it(monkeypatch):
+    """Victims are trained one program each, vmapped: their count changes the seeds (an input) and the random
+    adversaries, never a lowered program; CartPole's default count fingerprints as the 32 seeds it always had."""
+    from purerl.publish.catalog import STUDIES
+    from purerl.publish.fingerprint import core, training
+
+    monkeypatch.setattr(core.Fingerprint, "program", lambda self, name, *args, **kw: self.add(f"program {name}", "-"))
+
+    def components(command):
+        fp = core.Fingerprint()
+        training.act_part(fp, command)
+        return fp.components
+
+    pendulum = next(c for c in STUDIES["act"].commands if "--env Pendulum-v1 --from-params" in c)
+    at_64, at_32 = components(pendulum), components(pendulum.replace("--victims 64", "--victims 32"))
+    assert {name for name in at_64 if at_64[name] != at_32[name]} == {
+        "input Pendulum-v1 victims", "host Pendulum-v1 random adversaries"}
+    cartpole = next(c for c in STUDIES["act"].commands if "--env CartPole-v1 --from-params" in c)
+    assert components(cartpole) == components(cartpole + " --victims 32")

@@ -70,6 +70,8 @@ def test_analyze_writes_held_out_record_from_evolve_runs(tmp_path, monkeypatch, 
             assert {"mean", "iqm", "ci95_low", "ci95_high", "n"} <= setting[name].keys() and setting[name]["n"] == 10
     assert held["5x_budget"]["config"]["total_timesteps"] == 5 * 1024
     assert held["acrobot"]["config"]["env"] == "Acrobot-v1"
+    assert len(record["critic_dynamics"]["learned"]["probes"][-1]["abs_error_per_seed"]) == 2  # DYNAMICS_SEEDS
+    assert record["critic_paired"]["l2"]["n"] == 2 and not record["critic_paired"]["l2"]["ci_valid"]
     artefacts = tmp_path / "docs" / "value_loss"
     assert {"loss.png", "critic.png", "returns.png", "learned_meta_params.msgpack", "es_seed0", "es_seed1"} <= {
         p.name for p in artefacts.iterdir()}
@@ -304,3 +306,42 @@ def test_analyze_evaluates_both_forms_against_a_tuned_l2(tmp_path, monkeypatch):
     assert "with a tuned value coefficient" in text and "Loss shape (`loss_shapes`" in text
     assert {"loss.png", "loss_mlp.png", "learned_mlp_meta_params.msgpack", "mlp_es_seed1"} <= {
         p.name for p in (tmp_path / "docs" / "value_loss").iterdir()}
+
+
+def test_critic_errors_are_kept_per_seed_and_pool_to_the_numbers_they_were():
+    rng = np.random.default_rng(5)
+    errors, targets = rng.normal(-2.0, 5.0, (16, 32, 4)), rng.normal(40.0, 10.0, (16, 32, 4))
+    row = value_loss_shape.error_numbers(errors, targets)
+    assert row["bias"] == float(errors.mean()) and row["abs_error"] == float(np.abs(errors).mean())
+    assert len(row["abs_error_per_seed"]) == 16
+    assert row["abs_error_per_seed"][3] == pytest.approx(np.abs(errors[3]).mean())
+    assert np.mean(row["abs_error_per_seed"]) == pytest.approx(row["abs_error"])
+
+
+def _with_critic_errors(committed: dict, learned: np.ndarray, l2: np.ndarray) -> dict:
+    """The committed record with per-seed final critic errors, as a newer analysis records them."""
+    newer = json.loads(json.dumps(committed))
+    dyn = newer["critic_dynamics"]
+    for name, values in (("learned", learned), ("l2", l2), ("clipped_l2", l2 + 1.0)):
+        dyn[name]["probes"][-1]["abs_error_per_seed"] = [float(v) for v in values]
+    newer["critic_paired"] = record.critic_paired(dyn)
+    return newer
+
+
+def test_the_critic_fit_is_judged_only_from_a_paired_ci_and_an_old_record_gets_no_verdict():
+    committed = json.loads((ROOT / "docs/results/value_loss.json").read_text())
+    assert "critic_paired" not in committed and record.critic_paired(committed["critic_dynamics"]) is None
+    old = markdown.render(committed, "value_loss")
+    assert "this record has no per-seed errors, so which critic fits more tightly is not judged" in old
+    assert "tightly than L2" not in old and "5.70 (learned) vs 5.73 (L2)" in old
+    base = np.linspace(5.0, 6.5, 16)
+    tighter = markdown.render(_with_critic_errors(committed, base - 0.2, base), "value_loss")
+    assert ("per seed, learned minus L2 is -0.20 [-0.20, -0.20] and learned minus clipped L2 -1.20 [-1.20, -1.20]"
+            in tighter)
+    assert "the learned critic's fit is tighter than L2's and tighter than clipped L2's." in tighter
+    noisy = base + np.where(np.arange(16) % 2, 0.3, -0.3)
+    unresolved = markdown.render(_with_critic_errors(committed, noisy, base), "value_loss")
+    assert "fit is not distinguishable from L2's and tighter than clipped L2's" in unresolved
+    few = _with_critic_errors(committed, base[:4] + 0.5, base[:4])
+    assert few["critic_paired"]["l2"]["verdict"] == "not distinguishable"
+    assert "learned minus L2 is +0.50 (n=4, no CI)" in markdown.render(few, "value_loss")

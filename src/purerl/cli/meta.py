@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from purerl.cli.args import (add_distributed_flags, default_out, finite_float, integer, is_writer, join_processes, path,
-                             positive)
+from purerl.cli.args import (add_distributed_flags, at_most, default_out, finite_float, integer, is_writer,
+                             join_processes, path, positive)
 from purerl.config import ConfigError
 from purerl.studies import META_TASKS, meta_task_module
 from purerl.run import files, rundir
 
 
 MAX_HELD_OUT_SEEDS = 2**12  # value-loss held-out seeds: 256 are published; far more do not fit in memory
+MAX_VICTIMS = 2**12  # ACT's fresh victims per condition, all trained at once: 64 are published
 
 
 def add_evolve(sub) -> None:
@@ -89,6 +90,8 @@ def add_analyze(sub) -> None:
 
 
 def add_act(sub) -> None:
+    from purerl.studies.act import VICTIMS
+
     act = sub.add_parser("act", help="adversarial cheap talk: evolve an adversary that only appends messages")
     act.add_argument("phase", choices=["train-time", "test-time"])
     act.add_argument("--mode", choices=["anti", "pro"], default="anti", help="train-time: lower or raise returns")
@@ -105,6 +108,9 @@ def add_act(sub) -> None:
                      "(an evolve run without it only evolves; --from-params defaults it to RUNS_DIR/ENV/report.md)")
     act.add_argument("--from-params", type=path, help="evaluate the evolved parameters in this folder (a --runs-dir "
                      "ENV folder or a report's params/ folder) instead of evolving")
+    act.add_argument("--victims", type=at_most(MAX_VICTIMS), help="fresh victims the evaluation trains per condition "
+                     f"(default: the env's own, {', '.join(f'{env} {v.victims}' for env, v in VICTIMS.items())}; "
+                     "the report gives no verdict from fewer)")
     act.add_argument("--resume", action="store_true",
                      help="continue the evolve runs under --runs-dir (and start the phase's missing ones)")
     act.add_argument("--overwrite", action="store_true", help="replace the purerl runs under --runs-dir")
@@ -239,6 +245,8 @@ def cmd_act(args: argparse.Namespace) -> int:
 
     if args.resume and args.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
+    if args.victims is not None and args.report is None and args.from_params is None:
+        raise ConfigError("--victims sets an evaluation's victims: it needs --report or --from-params")
     if args.from_params is not None:
         _check_evolved(act_cli, args.from_params, args.phase)
     return act_cli.run_cli(args)

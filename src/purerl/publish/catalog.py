@@ -59,6 +59,10 @@ _MFOS_MATRIX = ("studies/mfos/games.py", *(f"studies/mfos/{name}.py" for name in
 _MFOS_COIN = ("studies/mfos/games.py", "studies/mfos/coin_game.py", *(f"studies/mfos/{name}.py" for name in (
     "analysis", "coin", "coin_nets", "coin_report", "meta_game", "runs", "self_play", "settings")))
 _ACT_ENVS = ("CartPole-v1", "Pendulum-v1")
+# Pendulum-v1's evaluation trains 64 fresh victims per condition, the fewest its verdicts rest on (act.VICTIMS): on 32
+# they moved with the CPU model and with a fresh seed set. 32 took 573 s on 2 cores, and 64 victims cost 2.1x what 32
+# do (measured in turns on one machine), so about 20 min.
+_ACT_VICTIMS = {"Pendulum-v1": " --victims 64"}
 # PBT, random search and the preset defaults, 10 repetitions x 8 members each (the PBT study). Measured here with 8
 # members of `train --pbt` on 2 busy cores (load 3-4): Pendulum-v1 48k env steps/s, Acrobot-v1 130k. Pendulum at half
 # its preset's budget (240 updates, 491,520 steps per member): 30 runs x 8 members take about 41 min, Acrobot at its
@@ -222,7 +226,7 @@ STUDIES = {s.name: s for s in (
             *(f"purerl act train-time --env {env} --mode {mode} --seed {seed} --runs-dir {{runs}}/act --no-progress"
               for mode in ("anti", "pro") for seed in (0, 1)),
             f"purerl act train-time --env {env} --from-params {{runs}}/act/{env} --runs-dir {{runs}}/act "
-            "--report docs/results/act.md --no-progress")),
+            f"--report docs/results/act.md --no-progress{_ACT_VICTIMS.get(env, '')}")),
         "purerl act test-time --runs-dir {runs}/act --report docs/results/act.md --no-progress",
     ), _ACT_DIFFERENCES, "luchris429/adversarial-cheap-talk at 1cbf68c"),
     # No authors' code: PBT is compared with Jaderberg et al.'s paper, and pbt.md states those differences itself.

@@ -86,10 +86,10 @@ def _lpo_fitness_probe(kinds: list[str]) -> dict:
 # ------------------------------------------------------------------------------------------------ value loss
 def value_loss_part(fp: Fingerprint, command: str) -> None:
     """`purerl analyze value-loss`: the committed evolutions, the ES seed it selects per loss form, PPO with each
-    learned loss and both baselines at every held-out setting, the critic probe, and the statistics. A command
-    that evaluates another form than the scaled one, or tunes L2 (`--tuned-l2`), makes the extended record
-    (`report.analyze`): then also its forms, the tuning's keys and choice, the loss numbers and the paired
-    differences."""
+    learned loss and both baselines at every held-out setting, the critic probe and the numbers made from its
+    errors (`_critic_errors`), and the statistics. A command that evaluates another form than the scaled one, or
+    tunes L2 (`--tuned-l2`), makes the extended record (`report.analyze`): then also its forms, the tuning's keys
+    and choice, the loss numbers and the paired differences."""
     import jax
     import jax.numpy as jnp
 
@@ -152,6 +152,7 @@ def value_loss_part(fp: Fingerprint, command: str) -> None:
             return values - targets, targets
 
         fp.program(f"critic {name} probe", probe, state, abstract(hp), params)
+    fp.probe("critic errors", _critic_errors)
     member_keys(fp, make_members(list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START
                                             + max(args.seeds, args.transfer_seeds or 0))), HyperParams()))
     fp.probe("fitness per seed", lambda: [value_loss.fitness_per_seed(c) for c in _curves()])
@@ -164,6 +165,17 @@ def value_loss_part(fp: Fingerprint, command: str) -> None:
         fp.probe("loss numbers l2", value_loss_shape.loss_numbers, l2, None)
         fp.probe("paired differences", lambda: [stats.paired_difference(v, v[::-1] - 5.0) for v in probe_inputs()])
     host_common(fp)
+
+
+def _critic_errors() -> dict:
+    """The critic's numbers from a probe's errors (pooled and per seed) and the paired comparison of the final
+    per-seed errors, on fixed errors of 12 seeds."""
+    from purerl.studies.value_loss import record, shape
+
+    rng = np.random.default_rng(17)
+    rows = {name: shape.error_numbers(rng.normal(bias, 6.0, (12, 8, 4)), rng.normal(40.0, 20.0, (12, 8, 4)))
+            for name, bias in (("learned", -1.0), ("l2", 0.0), ("clipped_l2", 0.5))}
+    return {"rows": rows, "paired": record.critic_paired({name: {"probes": [row]} for name, row in rows.items()})}
 
 
 def _tuning_fitness(count: int) -> np.ndarray:
@@ -250,8 +262,8 @@ def act_part(fp: Fingerprint, command: str) -> None:
             es_programs(fp, name, task, config)
     if args.report is None:
         return
-    victim = act.victim_of(args.env)
-    fp.input(f"{args.env} victims", {"hp": victim.hp, "fresh seeds": act.FRESH_SEEDS})
+    victim, seeds = act.victim_of(args.env), act.fresh_seeds(args.env, args.victims)
+    fp.input(f"{args.env} victims", {"hp": victim.hp, "fresh seeds": seeds})
     hp = abstract(victim.hp.as_arrays())
     key = jax.ShapeDtypeStruct((2,), np.uint32)
     talk = act.CheapTalk()
@@ -261,7 +273,7 @@ def act_part(fp: Fingerprint, command: str) -> None:
         fp.program(f"{args.env} victim, cheap talk", act.victim(args.env, talk), key, hp, abstract(template))
         obs_size = act.envs.make(args.env).observation_shape[0]
         fp.probe(f"{args.env} random adversaries", lambda: jax.lax.map(
-            lambda k: talk.init_params(k, obs_size), jax.random.split(jax.random.PRNGKey(12_345), len(act.FRESH_SEEDS))))
+            lambda k: talk.init_params(k, obs_size), jax.random.split(jax.random.PRNGKey(12_345), len(seeds))))
     else:
         exploiter = act.CheapTalk(condition_dims=1)
         train = act.victim(args.env, talk)

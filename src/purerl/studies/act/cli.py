@@ -83,12 +83,13 @@ def run_cli(args) -> int:
     present = evolved_runs(source, args.phase)
     if args.report:  # the report's tables can be re-evaluated from these without re-evolving
         _keep_params([run_dir for *_, run_dir in present], plots_dir / f"{PARAMS}{act.env_suffix(args.env)}")
+    seeds = act.fresh_seeds(args.env, args.victims)
     if args.phase == "train-time":
         rows = act.evaluate_train_time({label: run_dir for _, _, label, run_dir in present}, args.env,
-                                       plots_dir)["mean_return_over_training"]
+                                       plots_dir, seeds)["mean_return_over_training"]
     else:
         rows = act.evaluate_test_time({label: (kind, run_dir) for _, kind, label, run_dir in present}, args.env,
-                                      plots_dir)["goal_return"]
+                                      plots_dir, seeds)["goal_return"]
     evolved = {run_dir.name: {"es": json.loads((run_dir / rundir.CONFIG).read_text())["es"],
                               "evolve_wall_s": round(sum(r["seconds"] for r in _generations(run_dir)), 1)}
                for *_, run_dir in present}
@@ -97,7 +98,7 @@ def run_cli(args) -> int:
     provenance.record("act", report, f"{args.phase}{act.env_suffix(args.env).replace('-', ' ', 1)}", args.argv,
                       time.perf_counter() - started,
                       {"population": es["population_size"], "generations": es["generations"],
-                       "env_steps_per_run": victim.num_updates * victim.batch_size, "seeds": act.FRESH_SEEDS},
+                       "env_steps_per_run": victim.num_updates * victim.batch_size, "seeds": seeds},
                       {"evolved": evolved, "params_from": str(source)})
     _write_report(report, plots_dir)
     for label, s in rows.items():
@@ -135,7 +136,9 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
     """act.md from whatever train-time and test-time results exist, headed by their provenance."""
     lines = ["# Adversarial Cheap Talk", "", *provenance.header(out_md, "act"),
              "Statistic: IQM over fresh victim seeds with its 95% percentile-bootstrap CI (per-seed values and n "
-             f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap. "
+             f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap, and "
+             "only from at least as many victims as the env's verdicts rest on ("
+             + ", ".join(f"{env} {v.victims}" for env, v in act.VICTIMS.items()) + "). "
              f"The evolved parameters are in `{plots_dir.name}/{PARAMS}/`, one folder per ES run (its config.json "
              "holds the ES settings); `--from-params` re-evaluates them. A run on the same CPU (family, model and "
              "SIMD extension, in the manifest) reproduces these numbers exactly.", "",
@@ -150,7 +153,7 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
         lines += [f"## Train-time ACT on {r['env']}", "",
                   f"Victim mean episode return over its whole training, {len(r['seeds'])} fresh victim seeds.", "",
                   *_table("adversary", rows), "",
-                  *_verdicts(rows, [(a, b) for a in evolved for b in ("random adversary", "no messages")]),
+                  *_verdicts(rows, [(a, b) for a in evolved for b in ("random adversary", "no messages")], r["env"]),
                   "", f"![train-time on {r['env']}]({plots_dir.name}/{train_png.name})", ""]
     test_json = plots_dir / "test_time.json"
     if test_json.exists():
@@ -165,8 +168,8 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
                   f"frozen greedy victim, mean over {r['goals_per_seed']} goals per victim, {len(r['seeds'])} fresh "
                   "victim seeds. The exploiter baselines evolve the exploiter alone, against victims trained with a "
                   "fixed random message function or with a silent channel (zeros in the message inputs).", "",
-                  *_table("condition", rows), "", *_verdicts(rows, pairs), "",
-                  _backdoor_verdict(rows, joint, baselines), "",
+                  *_table("condition", rows), "", *_verdicts(rows, pairs, r["env"]), "",
+                  _backdoor_verdict(rows, joint, baselines, r["env"]), "",
                   f"![controlled episode]({plots_dir.name}/test_time_episode.png)", ""]
     out_md.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(out_md, "\n".join(lines))
@@ -192,10 +195,13 @@ def _es_budget(params_dirs: list[Path]) -> list[str]:
             f"{act.ES_DEFAULTS['lr']:g}; `--preset paper`):", "", *lines, ""]
 
 
-def _backdoor_verdict(rows: dict, joint: list[str], baselines: list[str]) -> str:
+def _backdoor_verdict(rows: dict, joint: list[str], baselines: list[str], env_name: str) -> str:
     """Whether train-time shaping adds control beyond what an informative (random) or silent channel gives."""
     if not joint or not baselines:
         return "Train-time shaping vs an exploiter alone: not measured (a run is missing)."
+    reason = _too_few(rows, env_name)
+    if reason:
+        return f"Train-time shaping vs an exploiter alone: not judged. {reason}"
     beats_all = all(stats.separation(rows[a], rows[b]) == 1 for a in joint for b in baselines)
     return ("Train-time shaping adds control beyond an exploiter alone: every joint run's CI lies above every "
             "exploiter baseline's." if beats_all else
@@ -208,6 +214,17 @@ def _table(what: str, rows: dict) -> list[str]:
             *[f"| {label} | {stats.describe(s)} | {s['mean']:.1f} |" for label, s in rows.items()]]
 
 
-def _verdicts(rows: dict, pairs: list[tuple[str, str]]) -> list[str]:
+def _too_few(rows: dict, env_name: str) -> str | None:
+    """Why `rows` give no verdict: fewer fresh victims than a verdict on `env_name` needs (`act.Victim.victims`: on
+    32 victims Pendulum-v1's verdicts moved with the CPU model and the seed set); None where there are enough."""
+    victims, needed = min(s["n"] for s in rows.values()), act.victim_of(env_name).victims
+    return None if victims >= needed else (f"No verdicts: {victims} fresh victims, and a verdict on {env_name} needs "
+                                           f"at least {needed} (`--victims`).")
+
+
+def _verdicts(rows: dict, pairs: list[tuple[str, str]], env_name: str) -> list[str]:
+    reason = _too_few(rows, env_name)
+    if reason:
+        return [f"- {reason}"]
     words = {1: "higher (CIs do not overlap)", -1: "lower (CIs do not overlap)", 0: stats.NOT_DISTINGUISHABLE}
     return [f"- {a} vs {b}: {words[stats.separation(rows[a], rows[b])]}" for a, b in pairs if a in rows and b in rows]

@@ -110,12 +110,12 @@ def _interpretation(record: dict) -> str:
                "contribution is not resolved here."}[verdict(learned, scale)])
     if dyn is not None:
         end = {name: dyn[name]["probes"][-1] for name in ("learned", "l2", "clipped_l2")}
-        tighter = "less" if end["learned"]["abs_error"] > end["l2"]["abs_error"] else "more"
         text.append(
             f"Critic ({len(dyn['seeds'])} held-out seeds): after training, mean |v - t| on a fresh rollout is "
-            f"{end['learned']['abs_error']:.2f} (learned, {tighter} tightly than L2) vs {end['l2']['abs_error']:.2f} (L2) "
-            f"and {end['clipped_l2']['abs_error']:.2f} (clipped L2); mean v - t is {end['learned']['bias']:+.2f}, "
-            f"{end['l2']['bias']:+.2f} and {end['clipped_l2']['bias']:+.2f}.")
+            f"{end['learned']['abs_error']:.2f} (learned) vs {end['l2']['abs_error']:.2f} (L2) "
+            f"and {end['clipped_l2']['abs_error']:.2f} (clipped L2); {_critic_fit(record.get('critic_paired'))} "
+            f"Mean v - t is {end['learned']['bias']:+.2f}, {end['l2']['bias']:+.2f} and "
+            f"{end['clipped_l2']['bias']:+.2f}.")
         others = [n for n in dyn if n not in ("learned", "l2", "clipped_l2", "histogram_bins", "seeds", "measured")]
         if others:
             text.append("Mean |v - t| and mean v - t of the others: " + ", ".join(
@@ -124,6 +124,23 @@ def _interpretation(record: dict) -> str:
     else:
         text.append("The critic-dynamics stage did not run (the run was cut off before it).")
     return " ".join(text)
+
+
+def _critic_fit(paired: dict | None) -> str:
+    """Whether the learned critic fits more or less tightly than L2 and clipped L2: only from the paired per-seed
+    differences, and a verdict only where their CI excludes 0 (an older record has no per-seed errors: none)."""
+    if not paired:
+        return "this record has no per-seed errors, so which critic fits more tightly is not judged."
+    fit = {"better": "looser than", "worse": "tighter than", "not distinguishable": "not distinguishable from"}
+
+    def difference(d: dict) -> str:
+        interval = f"[{d['ci95_low']:+.2f}, {d['ci95_high']:+.2f}]" if d["ci_valid"] else f"(n={d['n']}, no CI)"
+        return f"{d['mean']:+.2f} {interval}"
+
+    l2, clipped = paired["l2"], paired["clipped_l2"]
+    return (f"per seed, learned minus L2 is {difference(l2)} and learned minus clipped L2 {difference(clipped)} "
+            "(mean of the paired differences [95% bootstrap CI]): the learned critic's fit is "
+            f"{fit[l2['verdict']]} L2's and {fit[clipped['verdict']]} clipped L2's.")
 
 
 def render(record: dict, artefacts: str) -> str:

@@ -3,8 +3,8 @@ held-out stages measured now and those an earlier run of the same evolutions lef
 
 Names: the first loss form present (scaled before mlp) is the primary, its learned loss `learned` and its runs
 `es_seedS`, so a record of the scaled form alone reads as it always did; another form's are `learned_FORM` and
-`FORM_es_seedS`. Keys a newer analysis adds (`forms`, `loss_shapes`, `tuned_l2`, `paired`) are absent from
-older records, and `markdown` renders their sections only when present.
+`FORM_es_seedS`. Keys a newer analysis adds (`forms`, `loss_shapes`, `tuned_l2`, `paired`, `critic_paired`) are
+absent from older records, and `markdown` renders their sections (and the critic's comparison) only when present.
 """
 
 from __future__ import annotations
@@ -68,6 +68,16 @@ def paired(held: dict, learned: list[str]) -> dict:
     return out
 
 
+def critic_paired(dynamics: dict | None) -> dict | None:
+    """The learned critic's final mean |v - t| minus L2's and clipped L2's on the same seeds
+    (`value_loss.paired_difference`: a 95% bootstrap CI of the mean difference, a verdict only where it excludes 0;
+    > 0 is a looser fit). None without per-seed errors (a record made before they were kept)."""
+    final = {name: (dynamics or {}).get(name, {}).get("probes", [{}])[-1].get("abs_error_per_seed") for name in MAIN}
+    if any(values is None for values in final.values()):
+        return None
+    return {baseline: value_loss.paired_difference(final["learned"], final[baseline]) for baseline in MAIN[1:]}
+
+
 def build_record(held: dict, summaries: dict, selected: str, shape: dict | None, dynamics: dict, preset: str,
                  evolve_config: dict, forms: dict | None = None, loss_shapes: dict | None = None,
                  tuned: dict | None = None) -> dict:
@@ -96,6 +106,7 @@ def build_record(held: dict, summaries: dict, selected: str, shape: dict | None,
         "all_candidates": held,
         "shape": shape,
         "critic_dynamics": dynamics,
+        "critic_paired": critic_paired(dynamics),
         "not_measured": missing,
     }
     if forms is not None:

@@ -145,11 +145,21 @@ def log_weight_grid(meta_params, values: jax.Array, targets: jax.Array) -> np.nd
     return np.asarray(learned_log_weight(meta_params, v, t))
 
 
+def error_numbers(errors: np.ndarray, targets: np.ndarray) -> dict:
+    """The critic's errors v - t on one probe's rollout [seeds, ...], pooled over seeds (bias, mean |v - t|, the
+    same relative to |t|, share over-estimated), and mean |v - t| per seed: two losses trained on the same seeds
+    are compared by their paired per-seed differences (`record.critic_paired`)."""
+    return {"bias": float(errors.mean()), "abs_error": float(np.abs(errors).mean()),
+            "relative_abs_error": float(np.abs(errors).mean() / (np.abs(targets).mean() + 1e-8)),
+            "over_estimated_fraction": float((errors > 0).mean()),
+            "abs_error_per_seed": [float(v) for v in np.abs(errors).reshape(len(errors), -1).mean(axis=1)]}
+
+
 def critic_dynamics(losses: dict, config: PPOConfig, seeds: list[int], probes: int = 10,
                     bins: np.ndarray | None = None) -> dict:
     """Train each loss (name -> (value_loss, meta_params, hyperparams), as `value_loss.Loss`) on `seeds`, pausing
-    `probes` times to measure the critic on a fresh rollout: mean error v - t (bias), mean |v - t|, mean
-    |v - t| / |t|; plus a histogram of v - t at the end, pooled over seeds."""
+    `probes` times to measure the critic on a fresh rollout (`error_numbers`); plus a histogram of v - t at the end,
+    pooled over seeds."""
     bins = np.linspace(-40.0, 40.0, 81) if bins is None else bins
     placement = Placement.for_members(len(seeds))
     out = {}
@@ -175,9 +185,7 @@ def critic_dynamics(losses: dict, config: PPOConfig, seeds: list[int], probes: i
             state = run(state, hps, meta_params, start, int(stop))
             errors, targets = placement.get(measure(state, hps, meta_params), len(seeds))
             rows.append({"update": int(stop), "env_steps": int(stop) * config.batch_size,
-                         "bias": float(errors.mean()), "abs_error": float(np.abs(errors).mean()),
-                         "relative_abs_error": float(np.abs(errors).mean() / (np.abs(targets).mean() + 1e-8)),
-                         "over_estimated_fraction": float((errors > 0).mean())})
+                         **error_numbers(errors, targets)})
             start = int(stop)
         counts, _ = np.histogram(np.clip(errors, bins[0], bins[-1]), bins=bins)
         out[name] = {"probes": rows, "final_error_histogram": counts.tolist(),
