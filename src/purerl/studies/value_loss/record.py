@@ -70,12 +70,12 @@ def paired(held: dict, learned: list[str]) -> dict:
 
 def critic_paired(dynamics: dict | None) -> dict | None:
     """The learned critic's final mean |v - t| minus L2's and clipped L2's on the same seeds
-    (`value_loss.paired_difference`: a 95% bootstrap CI of the mean difference, a verdict only where it excludes 0;
+    (`stats.paired_difference`: a 95% bootstrap CI of the mean difference, a verdict only where it excludes 0;
     > 0 is a looser fit). None without per-seed errors (a record made before they were kept)."""
     final = {name: (dynamics or {}).get(name, {}).get("probes", [{}])[-1].get("abs_error_per_seed") for name in MAIN}
     if any(values is None for values in final.values()):
         return None
-    return {baseline: value_loss.paired_difference(final["learned"], final[baseline]) for baseline in MAIN[1:]}
+    return {baseline: stats.paired_difference(final["learned"], final[baseline]) for baseline in MAIN[1:]}
 
 
 def build_record(held: dict, summaries: dict, selected: str, shape: dict | None, dynamics: dict, preset: str,
