@@ -9,7 +9,7 @@ import pytest
 
 from purerl import stats
 from purerl.meta import compare
-from purerl.publish import catalog, provenance, sessions, staleness
+from purerl.publish import catalog, document, provenance, sessions, staleness
 from purerl.run import files, rundir
 from purerl.cli import main
 from purerl.config import ConfigError
@@ -82,7 +82,7 @@ def test_the_manifest_entry_and_the_header_state_the_same_facts(toy, tmp_path):
     assert entry["command"] == "purerl compare --env Acrobot-v1 --note 'two words'"
     assert entry["budget"] == BUDGET and entry["source_hash"] == provenance.source_hash(STUDY)
     assert set(entry) >= {"commit", "dirty", "machine", "versions", "wall_s", "date"}
-    words = "\n".join(provenance.header(report, "toy"))
+    words = "\n".join(document.header(report, "toy"))
     for fact in ("`purerl compare --env Acrobot-v1 --note 'two words'`", "commit c0ffeec0ff (clean tree)",
                  entry["source_hash"], "population 16", "4 generations", "32,768 env steps per run",
                  "10 seeds (0-9)", "Test CPU (2 cores)", "61 s wall-clock", entry["date"]):
@@ -319,14 +319,14 @@ def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):
     same = sessions.facts("toy")
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[same, same])
     assert entry["dirty"] is False
-    assert "1 s wall-clock in the last session" in provenance.describe(entry)  # not the run's whole time
+    assert "1 s wall-clock in the last session" in document.describe(entry)  # not the run's whole time
     summed = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[same, same], wall_summed=True)
-    assert "1 s wall-clock (training summed over every session" in provenance.describe(summed)
-    assert "last session" not in provenance.describe(summed).replace("the last one's compile", "")
+    assert "1 s wall-clock (training summed over every session" in document.describe(summed)
+    assert "last session" not in document.describe(summed).replace("the last one's compile", "")
     other = {**same, "source_hash": "0" * 16}
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[other, same])
     assert entry["dirty"] and entry["mixed_sources"]
-    assert "MIXED SOURCES" in provenance.describe(entry) and "resumed over 2 sessions" in provenance.describe(entry)
+    assert "MIXED SOURCES" in document.describe(entry) and "resumed over 2 sessions" in document.describe(entry)
     assert any("resumed across source changes" in r for r in staleness.check(report.parent)["toy.md"])
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[{**same, "dirty": True}])
     assert entry["dirty"] and not entry["mixed_sources"]  # uncommitted, but one source: not "mixed"

@@ -4,7 +4,7 @@ Each objective is an ordinary `purerl train` run directory under `runs_dir`.
 The small results (one JSON and one curve plot per env) go to `results_dir`,
 and the markdown report is regenerated from every JSON there, so runs on
 different envs, with budgets chosen per env, accumulate into one table whose
-header (from `provenance`) says which command, commit and machine made each row.
+header (`publish.document`) says which command, commit and machine made each row.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from purerl import stats
 from purerl.meta import lpo_report
 from purerl.meta.evolve import curve_fitness
 from purerl.run import experiment, files, results, rundir
-from purerl.publish import provenance, sessions
+from purerl.publish import document, sessions
 from purerl.config import ConfigError
 from purerl.run.trainspec import TrainSpec
 
@@ -90,7 +90,7 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
     records = [json.loads(p.read_text()) for p in sorted(results_dir.glob("*.json"))]
     records = [r for r in records if "objectives" in r]  # other analyses (drift.json) share the folder
     objectives = sorted({label for r in records for label in r["objectives"]}, key=_objective_order)
-    lines = [f"# {title}", "", *provenance.header(report, "dpo"),
+    lines = [f"# {title}", "", *document.header(report, "dpo"),
              f"Statistic: each seed's final return is its mean episode return over the last {results.FINAL_WINDOW} "
              "updates; a cell gives the IQM over seeds and its 95% percentile-bootstrap CI when there are at least "
              f"{stats.MIN_SEEDS_FOR_CI} seeds, otherwise every per-seed value and n. Every objective uses the same "

@@ -1,5 +1,5 @@
 """A study's deliberate differences from its authors' code (`Study.differences` in the catalog) as a generated block
-of its document: `provenance.header` writes it when a document is made, and `purerl results --check --mark`
+of its document: `document.header` writes it when a document is made, and `purerl results --check --mark`
 (`staleness.marked`) inserts or refreshes it in a document made before, so a reader sees the current list without
 any number being rerun.
 """
@@ -22,7 +22,7 @@ def block(study_name: str) -> list[str]:
 
 def refreshed(lines: list[str], study_name: str) -> list[str]:
     """`lines` with their block replaced by the current one, which goes right after the title (and its blank line),
-    where `provenance.header` puts it in a new document; a stale notice written later goes above it."""
+    where `document.header` puts it in a new document; a stale notice written later goes above it."""
     lines = list(lines)
     if START in lines:
         start = lines.index(START)

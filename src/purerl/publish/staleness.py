@@ -11,14 +11,14 @@ import json
 import platform
 from pathlib import Path
 
-from purerl.publish import differences, provenance
+from purerl.publish import differences, document, provenance
 from purerl.publish.catalog import Study
 from purerl.run.files import write_atomic
 
 
 def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
     """Write `stale_parts`' verdict into the documents and manifests: each stale part's reason as `stale` in its
-    manifest entry, and in its document a notice at the top (after the title) and provenance.STALE_MARK beside the part (its
+    manifest entry, and in its document a notice at the top (after the title) and document.STALE_MARK beside the part (its
     bullet in the provenance header, and a table row whose first cell is the part's name); a current part's
     notice and marks are removed, and the study's deliberate differences are written or refreshed below the notice.
     Documents that change are returned. Generated text, like the rest."""
@@ -36,7 +36,7 @@ def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
                 entry["stale"] = reasons[name]
         write_atomic(path.parent / provenance.MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         old = path.read_text()
-        text = marked(old, study.name, reasons, provenance.missing_parts(study.name, document["parts"]))
+        text = marked(old, study.name, reasons, document.missing_parts(study.name, document["parts"]))
         if text != old:
             write_atomic(path, text)
             changed.append(path)
@@ -47,18 +47,18 @@ def marked(text: str, study_name: str, stale: dict[str, str], missing: list[str]
     """`text` with its stale notice and marks replaced by those of `stale` ({part: why}), and its block of deliberate
     differences by the catalog's current one (`publish.differences`): both are generated text."""
     lines = text.split("\n")
-    if provenance.NOTICE_START in lines:
-        start = lines.index(provenance.NOTICE_START)
-        end = lines.index(provenance.NOTICE_END, start)
+    if document.NOTICE_START in lines:
+        start = lines.index(document.NOTICE_START)
+        end = lines.index(document.NOTICE_END, start)
         del lines[start:end + 2 if end + 1 < len(lines) and not lines[end + 1] else end + 1]
-    lines = [line.replace(provenance.STALE_MARK, "") for line in differences.refreshed(lines, study_name)]
+    lines = [line.replace(document.STALE_MARK, "") for line in differences.refreshed(lines, study_name)]
     for i, line in enumerate(lines):
         for name in stale:
             if line.startswith(f"- **{name}**:"):
-                lines[i] = line.replace(f"- **{name}**:", f"- **{name}**{provenance.STALE_MARK}:", 1)
+                lines[i] = line.replace(f"- **{name}**:", f"- **{name}**{document.STALE_MARK}:", 1)
             elif line.startswith(f"| {name} |"):
-                lines[i] = line.replace(f"| {name} |", f"| {name}{provenance.STALE_MARK} |", 1)
-    notice = provenance.stale_notice(study_name, stale, missing)
+                lines[i] = line.replace(f"| {name} |", f"| {name}{document.STALE_MARK} |", 1)
+    notice = document.stale_notice(study_name, stale, missing)
     if notice:
         at = differences.after_title(lines)
         lines[at:at] = notice

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from purerl import envs, stats
-from purerl.publish import provenance
+from purerl.publish import document, provenance
 from purerl.run import files, rundir
 from purerl.config import ConfigError
 from purerl.meta.evolve import Evolution, MetaTask, config_json
@@ -134,7 +134,7 @@ def _generations(run_dir: Path) -> list[dict]:
 
 def _write_report(out_md: Path, plots_dir: Path) -> None:
     """act.md from whatever train-time and test-time results exist, headed by their provenance."""
-    lines = ["# Adversarial Cheap Talk", "", *provenance.header(out_md, "act"),
+    lines = ["# Adversarial Cheap Talk", "", *document.header(out_md, "act"),
              "Statistic: IQM over fresh victim seeds with its 95% percentile-bootstrap CI (per-seed values and n "
              f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap, and "
              "only from at least as many victims as the env's verdicts rest on ("

@@ -50,7 +50,7 @@ def write_report(report: Path, result: dict, settings: CoinSettings, preset: str
                  sessions: list[dict]) -> None:
     """A markdown page for one run (settings, first and final numbers, the learning plot), with its plot
     in REPORT_STEM/ beside it, recorded from `argv` and the run's `sessions` in the results manifest."""
-    from purerl.publish import provenance
+    from purerl.publish import document, provenance
 
     plots = report.parent / report.stem
     plots.mkdir(parents=True, exist_ok=True)
@@ -64,7 +64,7 @@ def write_report(report: Path, result: dict, settings: CoinSettings, preset: str
     n = len(result["seeds"])
     statistic = "mean [95% CI] over seeds" if n >= MIN_SEEDS_FOR_CI else f"mean over seeds (n={n}: every seed, no CI)"
     lines = [
-        "# M-FOS in the coin game", "", *provenance.header(report, "mfos_coin"),
+        "# M-FOS in the coin game", "", *document.header(report, "mfos_coin"),
         f"M-FOS (conv + GRU, the library's PPO) plays red against a PPO learner that updates after every inner "
         f"episode, on {settings.num_boards} boards for {settings.meta_episodes} meta-episodes of {INNER_EPISODES} "
         f"inner episodes x {INNER_STEPS} steps; seeds {result['seeds']}. Compile {result['compile_s']:.0f} s (the "

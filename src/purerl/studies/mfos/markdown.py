@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from purerl.publish import provenance
+from purerl.publish import document
 from purerl.studies.mfos.baselines import SHAPERS
 from purerl.studies.mfos.report import PAPER, PAPER_SOURCES, POLICY_LABELS, format_cell
 from purerl.studies.mfos.settings import META_EPISODE, OPPONENTS, TRAIN_GAMES
@@ -24,7 +24,7 @@ def write_report(record: dict, report: Path) -> None:
                  f"mean over seeds, then every seed's value (n = {n_seeds}: too few seeds for a CI)")
     games = sorted(record["games"].items(), key=lambda item: TRAIN_GAMES.index(item[0]))
     lines = [
-        "# Model-Free Opponent Shaping (M-FOS)", "", *provenance.header(report, "mfos"),
+        "# Model-Free Opponent Shaping (M-FOS)", "", *document.header(report, "mfos"),
         f"The table's data: [{data}]({data}){_made_by(record, games)}"
         + (f" This text was rendered from that data by `{record['rendered']['command']}` at commit "
            f"{record['rendered']['commit']}." if "rendered" in record else ""), "",

@@ -25,7 +25,7 @@ def write_report(report: Path, result: dict, settings: Settings, preset: str, ar
                  sessions: list[dict]) -> None:
     """REPORT for one run, its plots and every seed's trained agent in REPORT_STEM/ beside it, recorded
     from `argv` and the run's `sessions` (`publish.sessions.facts`) in the results manifest."""
-    from purerl.publish import provenance
+    from purerl.publish import document, provenance
 
     game, opponent = result["game"], result["opponent"]
     stem, part = report.parent / report.stem, part_name(game, opponent)
@@ -44,7 +44,7 @@ def write_report(report: Path, result: dict, settings: Settings, preset: str, ar
                       {"unit": "generations: M-FOS meta-episodes (PPO updates); env steps: meta-steps"},
                       sessions=sessions, wall_summed=True)
     title = f"# M-FOS against {opponent.upper()} in the {game.upper()}, preset {preset}"
-    files.write_atomic(report, "\n".join([title, "", *provenance.header(report, STUDY), *body]) + "\n")
+    files.write_atomic(report, "\n".join([title, "", *document.header(report, STUDY), *body]) + "\n")
 
 
 def _body(result: dict, settings: Settings, stem: str, part: str) -> list[str]:

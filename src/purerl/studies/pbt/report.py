@@ -1,4 +1,4 @@
-"""docs/results/pbt.md from every task's record beside it: the header from provenance, a table per task, the
+"""docs/results/pbt.md from every task's record beside it: the header (`publish.document`), a table per task, the
 verdicts (only where 95% CIs separate) and the learning curves."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from purerl import stats
-from purerl.publish import provenance
+from purerl.publish import document
 from purerl.run import files, results
 from purerl.studies.pbt.design import METHODS, verdict
 
@@ -36,7 +36,7 @@ def write_report(report: Path) -> Path:
     report = Path(report)
     folder = report.parent / report.stem
     records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
-    lines = [f"# {TITLE}", "", *provenance.header(report, "pbt"), *_design(records), ""]
+    lines = [f"# {TITLE}", "", *document.header(report, "pbt"), *_design(records), ""]
     for r in records:
         lines += _task(r, folder.name)
     report.parent.mkdir(parents=True, exist_ok=True)
