@@ -345,3 +345,29 @@ def test_the_critic_fit_is_judged_only_from_a_paired_ci_and_an_old_record_gets_n
     few = _with_critic_errors(committed, base[:4] + 0.5, base[:4])
     assert few["critic_paired"]["l2"]["verdict"] == "not distinguishable"
     assert "learned minus L2 is +0.50 (n=4, no CI)" in markdown.render(few, "value_loss")
+
+
+def test_each_evolution_says_who_made_it_and_its_provenance_travels_with_its_copy(tmp_path):
+    from purerl.run import rundir
+    from purerl.studies.value_loss import findings
+
+    committed = Path(__file__).parents[1] / "docs" / "results" / "value_loss" / "es_seed0"
+    source = tmp_path / "run"
+    source.mkdir()
+    for name in ("config.json", "generations.csv", "mean_meta_params.msgpack"):
+        (source / name).write_bytes((committed / name).read_bytes())
+    before = report.evolution_summary(report.load_evolution(source))
+    assert before["made_by"] == []
+    facts = {"command": "purerl evolve value-loss --seed 0", "commit": "c0ffee" * 7, "machine": "Test CPU",
+             "date": "2026-11-27 12:00 UTC", "uncommitted_changes": False}
+    rundir.record_session(source, facts)
+    evolution = report.load_evolution(source)
+    report.save_artefacts({"es_seed0": evolution}, tmp_path / "copies")
+    assert rundir.sessions(tmp_path / "copies" / "es_seed0") == [facts]
+    summary = report.evolution_summary(evolution)
+    record = {"preset": "cpu", "evolution": {"selection": "highest mean"}}
+    task = evolution["config"]["task_info"]
+    made = findings._evolution(record, task, {"es_seed0": summary, "es_seed1": before}, "es_seed0", "learned", "",
+                               "value_loss")[0]
+    assert "es_seed0: `purerl evolve value-loss --seed 0` at c0ffeec0ff on Test CPU, 2026-11-27 12:00 UTC" in made
+    assert "es_seed1: no provenance.json" in made

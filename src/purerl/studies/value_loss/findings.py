@@ -57,12 +57,22 @@ def _evolution(record: dict, task: dict, seeds: dict, selected: str, name: str, 
         f"x {es['rollouts']} rollouts x {es['generations']} generations, std {es['std']:g}, Adam lr {es['lr']:g}, "
         f"{es['fitness_shaping']} shaping; each inner run is PPO on {task['env']}, {task['num_envs']} envs x "
         f"{task['num_steps']} steps, {task['total_timesteps']:,} env steps; {inner:.2e} env steps per ES seed. "
-        "Generation times (s, summed): " + ", ".join(f"{run} {s['seconds']:.0f}" for run, s in seeds.items()) + ".",
+        "Generation times (s, summed): " + ", ".join(f"{run} {s['seconds']:.0f}" for run, s in seeds.items()) + ". "
+        "Made by: " + "; ".join(f"{run}: {_made_by(s)}" for run, s in seeds.items()) + ".",
         f"- **Loss{label}**: {task['value_loss']}.",
         (f"- **Learned** = the ES mean of `{selected}`" if not form else f"- **`{name}`** = the ES mean of `{selected}`")
         + f" ({record['evolution']['selection']}); the other ES seeds' means are "
         f"evaluated too. Meta-parameters: `{artefacts}/{name}_meta_params.msgpack` and `{artefacts}/{runs}/`.",
     ]
+
+
+def _made_by(summary: dict) -> str:
+    """Each session of one evolution (its provenance.json), or that it has none: an evolution made before
+    `purerl evolve` recorded its sessions cannot say which commit and machine made it."""
+    sessions = summary.get("made_by")
+    if not sessions:
+        return "no provenance.json (made before `purerl evolve` recorded its sessions: commit and machine unknown)"
+    return ", then ".join(f"`{s['command']}` at {str(s['commit'])[:10]} on {s['machine']}, {s['date']}" for s in sessions)
 
 
 def paired_table(record: dict, titles: dict[str, str]) -> list[str]:

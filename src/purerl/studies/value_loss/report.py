@@ -45,25 +45,30 @@ def load_evolution(source: Path) -> dict:
         raise ConfigError(f"{source} has no {evolve_files.GENERATIONS_CSV}")
     form = value_loss.form_of(config)
     params = evolve_files.load_meta_params(source / evolve_files.MEAN_PARAMS, value_loss.initial_params(form=form))
-    return {"source": source, "config": config, "log": log, "params": params, "form": form}
+    return {"source": source, "config": config, "log": log, "params": params, "form": form,
+            "sessions": rundir.sessions(source)}
 
 
 def save_artefacts(evolutions: dict[str, dict], directory: Path) -> None:
-    """Copy what re-evaluation needs (config, log, ES mean) to `directory`/NAME, unless already there."""
+    """Copy what re-evaluation needs (config, log, ES mean) and who made it (provenance.json, where the run has
+    one) to `directory`/NAME, unless already there."""
     for name, evolution in evolutions.items():
         target = directory / name
         if target.resolve() == Path(evolution["source"]).resolve():
             continue
         target.mkdir(parents=True, exist_ok=True)
-        for entry in (rundir.CONFIG, evolve_files.GENERATIONS_CSV, evolve_files.MEAN_PARAMS):
-            shutil.copyfile(Path(evolution["source"]) / entry, target / entry)
+        for entry in (rundir.CONFIG, evolve_files.GENERATIONS_CSV, evolve_files.MEAN_PARAMS, rundir.PROVENANCE):
+            if entry != rundir.PROVENANCE or (Path(evolution["source"]) / entry).is_file():
+                shutil.copyfile(Path(evolution["source"]) / entry, target / entry)
 
 
 def evolution_summary(evolution: dict) -> dict:
     means = [row["mean"] for row in evolution["log"]]
     return {"generations": len(means), "first_generation_mean_fitness": means[0],
             "last_generations_mean_fitness": float(np.mean(means[-SELECTION_WINDOW:])),
-            "seconds": float(sum(row["seconds"] for row in evolution["log"])), "es": evolution["config"]["es"]}
+            "seconds": float(sum(row["seconds"] for row in evolution["log"])), "es": evolution["config"]["es"],
+            "made_by": [{key: session.get(key) for key in ("command", "commit", "machine", "date")}
+                        for session in evolution.get("sessions", [])]}
 
 
 def constant_weight_params(meta_params) -> dict:
