@@ -39,7 +39,8 @@ def test_both_algorithms_train_and_the_document_reads_them_at_the_same_env_steps
     assert cut == 0 and resumed == 0
     runs = root / "runs" / "Pendulum-v1"
     configs = {algo: json.loads((runs / algo / "config.json").read_text()) for algo in ("ppo", "sac")}
-    assert {c["algo"] for c in configs.values()} == {"ppo", "sac"} and all(c["seeds"] == [0, 1] for c in configs.values())
+    assert {c["algo"] for c in configs.values()} == {"ppo", "sac"}
+    assert all(c["seeds"] == [0, 1] for c in configs.values())
     assert configs["ppo"]["preset"] == configs["sac"]["preset"] == "continuous"
     assert json.loads((runs / "ppo" / "summary.json").read_text())["resumed_from_update"] > 0
     assert len(json.loads((runs / "sessions.json").read_text())) == 2
@@ -70,7 +71,8 @@ def test_a_mark_averages_the_same_env_steps_for_updates_of_any_size():
     fine = np.repeat(coarse, 10, axis=0)  # the same returns as 200 updates of 100
     window = results.FINAL_WINDOW * 1000
     for mark in (5000, 12_000, 20_000):
-        np.testing.assert_allclose(study.return_at(fine, 100, mark, window), study.return_at(coarse, 1000, mark, window))
+        np.testing.assert_allclose(study.return_at(fine, 100, mark, window),
+                                   study.return_at(coarse, 1000, mark, window))
     np.testing.assert_array_equal(study.return_at(coarse, 1000, 20_000, window), results.final_returns(coarse))
     late = np.full((20, 2), np.nan)
     late[15:, 1] = 7.0  # seed 1's first episode ends in update 16; seed 0's never

@@ -51,7 +51,8 @@ def work_per_env_step(config) -> tuple[float | None, float | None]:
 
 
 def plot(folder: Path, runs: list[Path], env: str) -> Path:
-    """`ENV.png`: every algorithm's curve against env steps (IQM over seeds; a 95% band from 10 seeds, else each seed)."""
+    """`ENV.png`: every algorithm's curve against env steps (IQM over seeds; a 95% band from 10 seeds, else every
+    seed)."""
     return side_by_side.plot([side_by_side.load(run) for run in runs], Path(folder) / f"{slug(env)}.png",
                              title="episode return against env steps, each algorithm at its own preset")
 
@@ -83,7 +84,8 @@ def cell(mark: dict) -> str:
 
 
 def final_lines(record_: dict) -> list[str]:
-    return [f"{record_['env']} {algo:4s} final return {cell(a['marks'][-1])}" for algo, a in record_["algorithms"].items()]
+    return [f"{record_['env']} {algo:4s} final return {cell(a['marks'][-1])}"
+            for algo, a in record_["algorithms"].items()]
 
 
 def _design() -> list[str]:
@@ -138,4 +140,6 @@ def _number(value) -> str:
 
 
 def _short(value) -> str:
-    return ",".join(map(str, value)) if isinstance(value, list) else f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
