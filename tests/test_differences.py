@@ -66,6 +66,8 @@ def test_a_study_without_differences_gets_no_block_and_loses_an_old_one(toy, mon
 
 def test_every_published_document_shows_its_studys_current_differences():
     for name, study in catalog.STUDIES.items():
+        if not (RESULTS / study.document).exists():  # registered, not generated yet: `results --check` says so
+            continue
         text = (RESULTS / study.document).read_text()
         assert text.count(differences.START) == bool(study.differences), study.document
         assert "\n".join(differences.block(name)) in text, study.document

@@ -19,7 +19,7 @@ from purerl.cli.train import train_spec  # noqa: F401  (the library's way to tur
 from purerl.config import ConfigError
 from purerl.run.stopping import StopRequested, graceful_stop, pending, tell
 
-GRACEFUL = {"train", "compare", "evolve", "act", "mfos", "analyze", "pbt-study"}  # the commands that train and checkpoint
+GRACEFUL = {"train", "compare", "evolve", "act", "mfos", "analyze", "pbt-study", "versus"}  # the commands that train and checkpoint
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     from purerl.studies.pbt import cli as pbt_study
 
     pbt_study.add_arguments(sub)
+    from purerl.studies.versus import cli as versus
+
+    versus.add_arguments(sub)
     meta.add_analyze(sub)
     tools.add_results(sub)
     tools.add_runs(sub)

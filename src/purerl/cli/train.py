@@ -233,11 +233,7 @@ def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[
                 raise ConfigError(f"{run} already holds a run; pass --resume to continue the comparison, or "
                                   "--overwrite to replace it (or choose another --runs-dir)")
     files.check_replaceable(env_dir / sessions.SESSIONS, "--runs-dir", own=sessions.is_record)
-    if not provenance.read_manifest(report.parent).get(report.name):  # a new report: its folder is not purerl's yet
-        for name in (f"{compare._slug(env)}.json", f"{compare._slug(env)}.png"):
-            if (results_dir / name).exists() or (results_dir / name).is_symlink():
-                raise ConfigError(f"refusing to replace {results_dir / name}: purerl did not write it (no "
-                                  f"{provenance.MANIFEST} beside {report} lists the report); choose another --report")
+    provenance.check_report(report, "dpo", data=(f"{compare._slug(env)}.json", f"{compare._slug(env)}.png"))
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -69,6 +69,18 @@ _ACT_VICTIMS = {"Pendulum-v1": " --victims 64"}
 # preset's own 500,000 about 15 min; compiles (from the cache after each method's first) and evaluations add minutes.
 _PBT = "purerl pbt-study --seeds 8 --repetitions 10 --runs-dir {runs}/pbt --report docs/results/pbt.md --no-progress"
 _PBT_SOURCES = ("run/pbt.py", "run/pbt_config.py", "run/pbt_files.py", "run/policy.py", "studies/pbt/design.py")
+# SAC beside PPO on Brax at the same env steps (issue 54), each at its own brax preset. Hopper, not halfcheetah:
+# halfcheetah's episodes never end early, so PPO's 2048 envs end their first at 2,048,000 env steps (no curve
+# before); hopper's end early from the start. Measured on this 2-core CPU at nice 19 beside a regeneration (load 5-6):
+# SAC's preset learning from the first step, 4 seeds on hopper 235 env steps/s in all and 2 on halfcheetah 258/s,
+# 2.3-2.6 ms of CPU per env step of one seed on both (its 1/4 gradient step per env step dominates, not the physics);
+# PPO's, 2 seeds on hopper, 7,400/s (dpo's 8 seeds on free cores: 42.7k). 819,200 env steps per run (PPO 40 updates,
+# SAC 800), so the four marks' windows (10 PPO updates, 204,800 env steps) tile the run; 10 seeds, the fewest with a
+# CI: SAC about 8.2M env steps x 2.5 ms = 5.7 CPU-hours, about 2.9 h on two free cores (twice that shared), PPO
+# minutes.
+_OFFPOLICY_ENVS = ("brax:hopper",)
+_VERSUS = ("purerl versus --algos ppo,sac --seeds 10 --total-timesteps 819200 --runs-dir {runs}/versus "
+           "--report docs/results/offpolicy.md --no-progress")
 # Deliberate differences from the authors' code, each checked against the file it names in `authors`.
 _DPO_AUTHORS = "luchris429/discovered-policy-optimisation at c412884"
 _DPO_DIFFERENCES = (
@@ -187,6 +199,28 @@ _ACT_DIFFERENCES = (
     "Tasks: train time on CartPole-v1 and Pendulum-v1, test time on CartPole-v1 only; their Reacher and MinAtar "
     "Breakout victims, and their Pendulum, Reacher and Breakout test-time tasks, are not run.",
 )
+_OFFPOLICY_AUTHORS = "vwxyzjn/cleanrl at 004f8a0 (SAC) and luchris429/purejaxrl at 146b485 (PPO)"
+_OFFPOLICY_DIFFERENCES = (
+    "Budget: 819,200 env steps per run, 10 seeds, on Brax's hopper; CleanRL's SAC trains MuJoCo's Hopper-v4 for 1e6 "
+    "steps (cleanrl/sac_continuous_action.py), PureJaxRL's PPO Brax's hopper for 5e7 "
+    "(purejaxrl/ppo_continuous_action.py).",
+    "Hopper is Brax's on the 'spring' backend (brax 0.14) with a 1000-step limit that both algorithms bootstrap "
+    "through; PureJaxRL's PPO runs the 'positional' backend and ends an episode at the limit as a termination "
+    "(purejaxrl/wrappers.py), CleanRL's SAC runs MuJoCo's Hopper-v4 through gymnasium.",
+    "SAC's brax preset is ours, sized for a CPU, not a paper's: 16 envs x 64 steps per update, 4 gradient steps per "
+    "vectorised step (update-to-data 1/4), learning from 1e4 env steps, a 1e6-transition buffer; CleanRL's steps 1 "
+    "env with one gradient step per env step, learning from 5e3 (cleanrl/sac_continuous_action.py).",
+    "SAC learns its temperature with the actor's lr 3e-4, from the log-probabilities the actor step sampled, and "
+    "the paper's loss -log(alpha) (log pi + target entropy); CleanRL's uses the critics' lr 1e-3, a fresh sample "
+    "from the updated actor, and alpha in place of log alpha (cleanrl/sac_continuous_action.py).",
+    "SAC's networks use flax's default (LeCun-normal) initialisation; CleanRL's PyTorch's (Kaiming-uniform).",
+    "PPO's brax preset keeps PureJaxRL's Brax settings (2048 envs x 10 steps, 4 epochs x 32 minibatches, lr 3e-4 "
+    "constant, gamma 0.99, GAE lambda 0.95, clip 0.2, no entropy bonus, observation and reward normalisation, "
+    "256-256 tanh, gradients clipped at norm 0.5) but bootstraps at the time limit "
+    "(purejaxrl/ppo_continuous_action.py).",
+    "A curve point is the mean return of the episodes that ended in one update (2048 x 10 env steps for PPO, 16 x "
+    "64 for SAC); CleanRL logs every episode's return.",
+)
 STUDIES = {s.name: s for s in (
     Study("dpo", "dpo.md", TRAINING + EVOLUTION + ("envs/brax.py", "meta/compare.py", "meta/lpo_report.py", "studies/lpo.py"), DPO_ENVS, (
         f"purerl analyze drift {','.join(_LPO)} --out docs/results/dpo/lpo",
@@ -234,14 +268,17 @@ STUDIES = {s.name: s for s in (
         f"{_PBT} --env Pendulum-v1 --total-timesteps 491520",
         f"{_PBT} --env Acrobot-v1",
     )),
+    Study("offpolicy", "offpolicy.md", TRAINING + ("envs/brax.py", "studies/versus/design.py"), _OFFPOLICY_ENVS,
+          tuple(f"{_VERSUS} --env {env}" for env in _OFFPOLICY_ENVS), _OFFPOLICY_DIFFERENCES, _OFFPOLICY_AUTHORS),
 )}
 
 
-# How a registered command continues after a stop, by its first words. compare, act and pbt-study, given --resume,
-# continue every run they find under --runs-dir and start the missing ones. A command with its own --out continues
-# only a run that folder already holds (--resume never starts a fresh run). The rest are minutes long and start over.
+# How a registered command continues after a stop, by its first words. compare, act, pbt-study and versus, given
+# --resume, continue every run they find under --runs-dir and start the missing ones. A command with its own --out
+# continues only a run that folder already holds (--resume never starts a fresh run). The rest are minutes long and
+# start over.
 RESUME_RULES = {
-    "always": ("compare", "act", "pbt-study"),
+    "always": ("compare", "act", "pbt-study", "versus"),
     "its --out": ("mfos --game", "evolve", "train"),
     "never": ("analyze", "mfos table"),
 }

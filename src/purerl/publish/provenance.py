@@ -219,10 +219,11 @@ def read_manifest(results_dir: Path) -> dict:
     return manifest
 
 
-def check_report(report: Path, study: str | None = None) -> Path:
+def check_report(report: Path, study: str | None = None, data: tuple[str, ...] = ()) -> Path:
     """Refuse, before anything runs, a --report that purerl could not write or must not replace: not a .md path,
     a folder, a file purerl did not write (its manifest does not list it), another study's document (when
-    `study` is given), a foreign manifest.json beside it, or a file where its plots' folder (REPORT_STEM/) goes."""
+    `study` is given), a foreign manifest.json beside it, a file where its plots' folder (REPORT_STEM/) goes, or,
+    for a new report (whose folder is not purerl's yet), a file there named as one of the command's `data`."""
     from purerl.run import rundir
 
     report = Path(report)
@@ -238,4 +239,8 @@ def check_report(report: Path, study: str | None = None) -> Path:
     folder = report.parent / report.stem
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{folder} is a file; the report's data and plots go in a folder of that name")
+    for name in data if not listed else ():
+        if (folder / name).exists() or (folder / name).is_symlink():
+            raise ConfigError(f"refusing to replace {folder / name}: purerl did not write it (no {MANIFEST} beside "
+                              f"{report} lists the report); choose another --report")
     return report

@@ -20,6 +20,11 @@ _PNG_TEXT = b"Software\x00purerl"
 _GIF_COMMENT = b"\x21\xfe\x06purerl\x00"
 
 
+def slug(env: str) -> str:
+    """An env id as a file or folder name (`brax:hopper` is `brax-hopper`): a study's per-env records and plots."""
+    return env.replace(":", "-").replace("/", "-")
+
+
 def temporary_name(name: str) -> str:
     """The name a write of `name` goes to first (it keeps the suffix, which image writers read the format from)."""
     return f".{name}.tmp{Path(name).suffix}"

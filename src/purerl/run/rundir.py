@@ -250,6 +250,21 @@ def prepare(out: Path, config: dict[str, Any], resume: bool | str, overwrite: bo
     return False
 
 
+def prepare_each(runs: dict[Path, dict[str, Any]], resume: bool, overwrite: bool, what: str) -> dict[Path, bool]:
+    """`prepare` for each run of a command that trains several ({out: config}) before the first compiles: a run found
+    is refused without --resume or --overwrite, continued with --resume. Returns which continue."""
+    if resume and overwrite:
+        raise ConfigError("--resume and --overwrite exclude each other")
+    continued = {}
+    for out, config in runs.items():
+        if not (resume or overwrite) and marked(out) and not only_marker(out):
+            raise ConfigError(f"{out} already holds a run; pass --resume to continue the {what}, or --overwrite to "
+                              "replace it (or choose another --runs-dir)")
+        continued[out] = resume and holds_run(out)
+        prepare(out, config, resume=continued[out], overwrite=not continued[out])
+    return continued
+
+
 def _check_summary(path: Path) -> None:
     """A finished run's summary.json, which `--resume` reads back: a file of purerl's, a JSON object."""
     if path.is_symlink():

@@ -196,23 +196,23 @@ def panel_notes(runs: list[Run]) -> dict[str, str]:
     return {env: ", ".join(parts) for env, parts in notes.items() if parts}
 
 
-def figure(runs: list[Run], metric: str = "episode_return"):
+def figure(runs: list[Run], metric: str = "episode_return", title: str | None = None):
     """One panel per environment, each run's curves (one per grid setting) on its own env-steps axis."""
     per_seed = {i: any(name.startswith(f"{metric}[") for name in run.columns) for i, run in enumerate(runs)}
     notes = panel_notes(runs)
     panels: dict[str, list[results.Curve]] = {}
     for i, (run, labels) in enumerate(zip(runs, curve_labels(runs, metric))):
         env = _env(run)
-        title = f"{env}\n({notes[env]})" if env in notes else env
+        panel = f"{env}\n({notes[env]})" if env in notes else env
         for setting, values in run.series(metric).items():
-            panels.setdefault(title, []).append(results.Curve(labels[setting], run.env_steps, values, per_seed[i]))
-    return results.draw_panels(panels, f"{metric.replace('_', ' ')} of {len(runs)} runs",
+            panels.setdefault(panel, []).append(results.Curve(labels[setting], run.env_steps, values, per_seed[i]))
+    return results.draw_panels(panels, title or f"{metric.replace('_', ' ')} of {len(runs)} runs",
                                ylabel=metric.replace("_", " "))
 
 
-def plot(runs: list[Run], out: Path, metric: str = "episode_return") -> Path:
+def plot(runs: list[Run], out: Path, metric: str = "episode_return", title: str | None = None) -> Path:
     """`figure`, saved as the PNG `out`."""
-    return results.save_figure(figure(runs, metric), out)
+    return results.save_figure(figure(runs, metric, title), out)
 
 
 def summary_rows(runs: list[Run]) -> list[dict]:

@@ -12,17 +12,18 @@ from purerl.publish.fingerprint.core import PACKAGE, REPO, Fingerprint, command_
 from purerl.publish.fingerprint.mfos import mfos_run_part, mfos_table_part
 from purerl.publish.fingerprint.pbt_study import pbt_study_part
 from purerl.publish.fingerprint.training import act_part, compare_part, value_loss_part
+from purerl.publish.fingerprint.versus import versus_part
 
 
 # ------------------------------------------------------------------------------------------------ parts
 # The studies whose commands `components` can build without running (a study registered later falls back to its
 # source hash until its commands have builders here).
-COVERED = ("dpo", "value_loss", "mfos", "mfos_paper", "mfos_coin", "act", "pbt")
+COVERED = ("dpo", "value_loss", "mfos", "mfos_paper", "mfos_coin", "act", "pbt", "offpolicy")
 
 
 def part_commands(study_name: str, part: str) -> list[str]:
     """The registered commands whose computation makes `part` of a study's document (its fingerprint's commands,
-    `purerl.publish.fingerprint`): dpo's and pbt's part ENV is the command on ENV; act's train-time parts are that
+    `purerl.publish.fingerprint`): dpo's, pbt's and offpolicy's part ENV is the command on ENV; act's train-time parts are that
     env's ES runs and the report that evaluates them; the M-FOS table's part GAME is the table command, restricted
     to GAME; a one-command study's parts are all made by it."""
     from purerl.publish.catalog import STUDIES
@@ -30,7 +31,7 @@ def part_commands(study_name: str, part: str) -> list[str]:
     study = STUDIES[study_name]
     if part not in study.parts:
         raise ConfigError(f"{study_name} has no part '{part}'; its parts are {', '.join(study.parts)}")
-    if study_name in ("dpo", "pbt"):
+    if study_name in ("dpo", "pbt", "offpolicy"):
         return [c for c in study.commands if f" --env {part} " in f"{c} "]
     if study_name == "act":
         if part == "test-time":
@@ -51,6 +52,8 @@ def _builder(command: str):
         return act_part
     if words[1] == "pbt-study":
         return pbt_study_part
+    if words[1] == "versus":
+        return versus_part
     if kind == "mfos table":
         return None  # per game: see `components`
     if words[1] == "mfos":
@@ -197,4 +200,5 @@ def _run_all(todo: list[tuple[str, str]], workers: int) -> list[tuple[dict | str
         return [futures[i].result() for i in range(len(todo))]
 
 
-_COST = {"mfos": 25, "act": 10, "value_loss": 10, "dpo": 3, "mfos_paper": 3, "mfos_coin": 3, "pbt": 3}  # seconds, roughly
+_COST = {"mfos": 25, "act": 10, "value_loss": 10, "dpo": 3, "mfos_paper": 3, "mfos_coin": 3, "pbt": 3,
+         "offpolicy": 5}  # seconds, roughly

@@ -61,22 +61,12 @@ def run_cli(args) -> int:
         raise ConfigError("--resume and --overwrite exclude each other")
     design = design_of(args)
     env = design.base.config.env
-    report = provenance.check_report(args.report or args.runs_dir / "report.md", "pbt")
+    report = provenance.check_report(args.report or args.runs_dir / "report.md", "pbt",
+                                     data=(f"{pbt_report.slug(env)}.json", f"{pbt_report.slug(env)}.png"))
     folder = report.parent / report.stem
-    if not provenance.read_manifest(report.parent).get(report.name):  # a new report: its folder is not purerl's yet
-        for name in (f"{pbt_report.slug(env)}.json", f"{pbt_report.slug(env)}.png"):
-            if (folder / name).exists() or (folder / name).is_symlink():
-                raise ConfigError(f"refusing to replace {folder / name}: purerl did not write it; choose another "
-                                  "--report")
     runs = [(method, rep) for rep in range(design.repetitions) for method in study.METHODS]
-    continued = {}
-    for method, rep in runs:  # every run directory checked before the first compile
-        out = study.run_dir(args.runs_dir, env, method, rep)
-        if not (args.resume or args.overwrite) and rundir.marked(out) and not rundir.only_marker(out):
-            raise ConfigError(f"{out} already holds a run; pass --resume to continue the study, or --overwrite to "
-                              "replace it (or choose another --runs-dir)")
-        continued[out] = args.resume and rundir.holds_run(out)
-        rundir.prepare(out, design.spec(method, rep).to_json(), resume=continued[out], overwrite=not continued[out])
+    continued = rundir.prepare_each({study.run_dir(args.runs_dir, env, method, rep): design.spec(method, rep).to_json()
+                                     for method, rep in runs}, args.resume, args.overwrite, "study")
     worked = sessions.add(study.run_dir(args.runs_dir, env, "x", 0).parent, "pbt", args.resume, env, args.argv)
     started = time.perf_counter()
     for method, rep in runs:  # repetition by repetition, so a study stopped early has every method alike

@@ -11,13 +11,10 @@ import numpy as np
 from purerl import stats
 from purerl.publish import document
 from purerl.run import files, results
+from purerl.run.files import slug
 from purerl.studies.pbt.design import METHODS, verdict
 
 TITLE = "Population-based training against random search and the preset's hyperparameters"
-
-
-def slug(env: str) -> str:
-    return env.replace(":", "-").replace("/", "-")
 
 
 def plot(folder: Path, env: str, curves: dict[str, np.ndarray], steps_per_update: int) -> Path:
