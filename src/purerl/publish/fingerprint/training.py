@@ -109,7 +109,9 @@ def value_loss_part(fp: Fingerprint, command: str) -> None:
     summaries = {name: value_loss_report.evolution_summary(e) for name, e in evolutions.items()}
     _, chosen = value_loss_report.learned_losses(evolutions, forms, summaries)
     selected = chosen[forms[0]]["selected"]
-    fp.input("selection", {"selected": selected, "summaries": {k: {**v, "seconds": None} for k, v in summaries.items()}})
+    timeless = {k: {**{key: value for key, value in v.items() if key != "made_by"}, "seconds": None}
+                for k, v in summaries.items()}  # who made an evolution and how long it took move no number
+    fp.input("selection", {"selected": selected, "summaries": timeless})
     extended = args.tuned_l2 or forms != ["scaled"]
     if extended:
         fp.input("forms", chosen)
