@@ -216,7 +216,7 @@ def test_the_compare_report_says_whether_ppo_had_flattened_and_what_the_paper_cl
     rising["objectives"]["ppo"]["return_at_80pct"] = stats.summarize(np.arange(10.0) + 50)
     flat["objectives"]["ppo"]["return_at_80pct"] = stats.summarize(np.arange(10.0) + 0.5)
     for record in (rising, flat):
-        (folder / f"{compare._slug(record['env'])}.json").write_text(json.dumps(record))
+        (folder / f"{files.slug(record['env'])}.json").write_text(json.dumps(record))
     text = compare.write_report(folder, tmp_path / "dpo.md", "T").read_text()
     assert "at 80%, 104.5 [" in text and "at the end, still rising (CIs separate); paper: DPO and LPO ahead" in text
     assert "the authors' code trains ant for 3e7 steps" in text

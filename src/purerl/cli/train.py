@@ -200,10 +200,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError(f"--objectives needs at least two objectives, got '{args.objectives}'")
     report = provenance.check_report(args.report or args.runs_dir / "report.md", "dpo")
     results_dir = report.parent / report.stem
-    _check_compare_outputs(args, spec.config.env, objectives, report, results_dir)
+    _check_compare_outputs(args, spec.config.env, report)
     started = time.perf_counter()
     record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",
-                             progress=not args.no_progress, resume=args.resume, argv=args.argv)
+                             progress=not args.no_progress, resume=args.resume, overwrite=args.overwrite,
+                             argv=args.argv)
     sessions = record["sessions"]
     provenance.record("dpo", report, record["env"], args.argv, time.perf_counter() - started,
                       {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]},
@@ -216,24 +217,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_compare_outputs(args: argparse.Namespace, env: str, objectives: list[str], report: Path,
-                           results_dir: Path) -> None:
-    """Before anything compiles: a comparison already in --runs-dir is continued (--resume) or replaced
-    (--overwrite), never replaced silently, and no file purerl did not write is replaced."""
-    from purerl.meta import compare
+def _check_compare_outputs(args: argparse.Namespace, env: str, report: Path) -> None:
+    """Before anything compiles: no file purerl did not write is replaced (the run directories themselves are
+    checked by `compare.compare`, with `rundir.prepare_each`, before the first compiles)."""
     from purerl.publish import provenance, sessions
 
     if args.resume and args.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
-    env_dir = args.runs_dir / env
-    if not (args.resume or args.overwrite):
-        for objective in objectives:
-            run = env_dir / compare._label(objective)
-            if rundir.marked(run) and not rundir.only_marker(run):  # not purerl's at all: `prepare` says so
-                raise ConfigError(f"{run} already holds a run; pass --resume to continue the comparison, or "
-                                  "--overwrite to replace it (or choose another --runs-dir)")
-    files.check_replaceable(env_dir / sessions.SESSIONS, "--runs-dir", own=sessions.is_record)
-    provenance.check_report(report, "dpo", data=(f"{compare._slug(env)}.json", f"{compare._slug(env)}.png"))
+    files.check_replaceable(args.runs_dir / env / sessions.SESSIONS, "--runs-dir", own=sessions.is_record)
+    provenance.check_report(report, "dpo", data=(f"{files.slug(env)}.json", f"{files.slug(env)}.png"))
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

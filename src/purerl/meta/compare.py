@@ -24,11 +24,13 @@ from purerl.run.trainspec import TrainSpec
 
 
 def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir: Path, title: str,
-            progress: bool = True, resume: bool = False, argv: list[str] | None = None) -> dict:
+            progress: bool = True, resume: bool = False, overwrite: bool = False,
+            argv: list[str] | None = None) -> dict:
     """Train `base` once per objective (same seeds), then write `<env>.json` and `<env>.png`.
 
     `resume` continues each objective's run under `runs_dir` from its checkpoint (a finished run is read back,
-    not retrained), so that an hour-long comparison survives being stopped. The record's `sessions` lists every
+    not retrained), so that an hour-long comparison survives being stopped; a run found there is refused
+    without `resume` or `overwrite`. The record's `sessions` lists every
     session that trained it (`argv`, the command, lets a registered one record its computation's fingerprint), so
     that `provenance.record` can tell a comparison resumed across computation changes.
     """
@@ -40,18 +42,18 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         raise ConfigError(f"--objectives names the column {twice[0]} twice (an lpo: column is named by its run's "
                           "folder); give each objective once")
     env_dir = Path(runs_dir) / env
-    continued = {}
-    for spec, label in zip(specs, labels):  # every objective and run directory checked before the first compile
+    for spec in specs:  # every objective checked, then every run directory, before the first compile
         spec.validate()
-        continued[label] = resume and rundir.holds_run(env_dir / label)
-        rundir.prepare(env_dir / label, spec.to_json(), resume=continued[label], overwrite=not continued[label])
+    runs = {label: env_dir / label for label in labels}
+    continued = rundir.prepare_each({runs[label]: spec.to_json() for spec, label in zip(specs, labels)}, resume,
+                                    overwrite, "comparison")
     worked = sessions.add(env_dir, "dpo", resume, env, argv)
     cfg = base.config
     kinds = lpo_report.fitness_kinds(objectives, cfg)  # on an LPO evolution's training task: its fitness too
     curves, rows = {}, {}
     for spec, label in zip(specs, labels):
-        run_dir = env_dir / label
-        summary = experiment.run(spec, run_dir, resume=continued[label], overwrite=not continued[label],
+        run_dir = runs[label]
+        summary = experiment.run(spec, run_dir, resume=continued[run_dir], overwrite=not continued[run_dir],
                                  progress=progress)
         curves[label] = results.read_member_returns(run_dir)
         rows[label] = {"final_return": summary["final_return"], "run_dir": str(run_dir),
@@ -71,17 +73,17 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         "hyperparams": {k: float(v) for k, v in base.hyperparams._asdict().items()},
         "objectives": rows,
     }
-    results.plot_labelled_curves(results_dir, curves, cfg.batch_size, f"{env}: {title}", f"{_slug(env)}.png")
-    files.write_atomic(results_dir / f"{_slug(env)}.json", json.dumps(record, indent=2))
+    results.plot_labelled_curves(results_dir, curves, cfg.batch_size, f"{env}: {title}", f"{files.slug(env)}.png")
+    files.write_atomic(results_dir / f"{files.slug(env)}.json", json.dumps(record, indent=2))
     return {**record, "sessions": worked}
 
 
 LATE_FRACTION = 0.8  # has PPO's curve flattened? Its return at 80% of the budget against its final return
+
+
 def _return_at(curve: np.ndarray, fraction: float) -> np.ndarray:
     """Per member, the final-return statistic of a run stopped after `fraction` of its updates."""
     return results.final_returns(curve[:max(results.FINAL_WINDOW, round(fraction * len(curve)))])
-
-
 
 
 def write_report(results_dir: Path, report: Path, title: str) -> Path:
@@ -116,7 +118,7 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
     else:
         lines += ["LPO has no column: no LPO drift evolved at a stated budget is committed yet, and a drift from "
                   "an unrecorded run is not a reproducible result.", ""]
-    lines += [f"![{r['env']}]({results_dir.name}/{_slug(r['env'])}.png)" for r in records]
+    lines += [f"![{r['env']}]({results_dir.name}/{files.slug(r['env'])}.png)" for r in records]
     report = Path(report)
     report.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(report, "\n".join(lines) + "\n")
@@ -194,7 +196,4 @@ def run_name(path: str | Path) -> str:
 def _objective_order(label: str) -> tuple:
     return ({"ppo": 0, "dpo": 1, "lpo": 2}.get(label.partition("-")[0], 3), label)
 
-
-def _slug(env: str) -> str:
-    return env.replace(":", "-").replace("/", "-")
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from purerl import stats
 from purerl.config import ConfigError
-from purerl.run import pbt_files, results
+from purerl.run import files, pbt_files, results
 from purerl.run.pbt_config import PBTConfig
 from purerl.run.trainspec import TrainSpec
 
@@ -68,7 +68,7 @@ class Design:
 
 
 def run_dir(runs_dir: Path, env: str, method: str, repetition: int) -> Path:
-    return Path(runs_dir) / env.replace(":", "-").replace("/", "-") / f"{method}-rep{repetition}"
+    return Path(runs_dir) / files.slug(env) / f"{method}-rep{repetition}"
 
 
 def selected(run: Path) -> dict:
