@@ -23,13 +23,19 @@ def block(study_name: str) -> list[str]:
 def refreshed(lines: list[str], study_name: str) -> list[str]:
     """`lines` with their block replaced by the current one, which goes right after the title (and its blank line),
     where `document.header` puts it in a new document; a stale notice written later goes above it."""
-    lines = list(lines)
-    if START in lines:
-        start = lines.index(START)
-        end = lines.index(END, start)
-        del lines[start:end + 2 if end + 1 < len(lines) and not lines[end + 1] else end + 1]
+    lines = without_block(lines, START, END)
     at = after_title(lines)
     lines[at:at] = block(study_name)
+    return lines
+
+
+def without_block(lines: list[str], start: str, end: str) -> list[str]:
+    """`lines` less the generated block between the marker lines `start` and `end` (and the blank line after it)."""
+    lines = list(lines)
+    if start in lines:
+        first = lines.index(start)
+        last = lines.index(end, first)
+        del lines[first:last + 2 if last + 1 < len(lines) and not lines[last + 1] else last + 1]
     return lines
 
 

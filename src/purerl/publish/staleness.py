@@ -46,11 +46,7 @@ def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
 def marked(text: str, study_name: str, stale: dict[str, str], missing: list[str] = ()) -> str:
     """`text` with its stale notice and marks replaced by those of `stale` ({part: why}), and its block of deliberate
     differences by the catalog's current one (`publish.differences`): both are generated text."""
-    lines = text.split("\n")
-    if document.NOTICE_START in lines:
-        start = lines.index(document.NOTICE_START)
-        end = lines.index(document.NOTICE_END, start)
-        del lines[start:end + 2 if end + 1 < len(lines) and not lines[end + 1] else end + 1]
+    lines = differences.without_block(text.split("\n"), document.NOTICE_START, document.NOTICE_END)
     lines = [line.replace(document.STALE_MARK, "") for line in differences.refreshed(lines, study_name)]
     for i, line in enumerate(lines):
         for name in stale:
