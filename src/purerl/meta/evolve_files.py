@@ -68,6 +68,12 @@ def read_log(out: Path) -> list[dict]:
     return parsed
 
 
+def made_by(sessions: list[dict]) -> str:
+    """An evolve run's sessions (its provenance.json, `rundir.sessions`) in words: the command, commit, machine and
+    date of each, "" for a run that has none."""
+    return "; ".join(f"`{s['command']}` at {str(s['commit'])[:10]} on {s['machine']}, {s['date']}" for s in sessions)
+
+
 def plot_fitness(out: Path, log: list[dict], title: str) -> None:
     """Best and mean fitness per generation, with a +-1 std band over the population."""
     import matplotlib

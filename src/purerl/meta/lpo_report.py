@@ -64,8 +64,7 @@ def lines(folder: Path, records: list[dict]) -> list[str]:
         es, task = config["es"], config["task_info"]
         rows = evolve_files.read_log(run)
         means, seconds = [row["mean"] for row in rows], sum(row["seconds"] for row in rows)
-        made = "; ".join(f"`{s['command']}` at {s['commit'][:10]} on {s['machine']}, {s['date']}"
-                         for s in rundir.sessions(run))
+        made = evolve_files.made_by(rundir.sessions(run))
         start, end = np.mean(means[:10]), np.mean(means[-10:])
         at = next((i for i, r in enumerate(records) if trained_on(task, r)), None)
         ppo = None if at is None else records[at]["objectives"].get("ppo", {}).get(f"fitness_{task['fitness']}")

@@ -8,6 +8,7 @@ sentence with a number is generated from the record.
 from __future__ import annotations
 
 from purerl import stats
+from purerl.meta import evolve_files
 
 SHAPE_COLUMNS = ("slope at v = t, left / right (L2: 0)", "curvature at v = t (L2: 1)", "as L2 near v = t at vf_coef",
                  "minimum at v - t", "over/under-estimation ratio at 10 / 30", "share of errors with negative curvature",
@@ -69,10 +70,8 @@ def _evolution(record: dict, task: dict, seeds: dict, selected: str, name: str, 
 def _made_by(summary: dict) -> str:
     """Each session of one evolution (its provenance.json), or that it has none: an evolution made before
     `purerl evolve` recorded its sessions cannot say which commit and machine made it."""
-    sessions = summary.get("made_by")
-    if not sessions:
-        return "no provenance.json (made before `purerl evolve` recorded its sessions: commit and machine unknown)"
-    return ", then ".join(f"`{s['command']}` at {str(s['commit'])[:10]} on {s['machine']}, {s['date']}" for s in sessions)
+    return (evolve_files.made_by(summary.get("made_by", []))
+            or "no provenance.json (made before `purerl evolve` recorded its sessions: commit and machine unknown)")
 
 
 def paired_table(record: dict, titles: dict[str, str]) -> list[str]:
