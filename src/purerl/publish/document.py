@@ -58,7 +58,7 @@ def stale_notice(study_name: str, stale: dict[str, str], missing: list[str] = ()
 def describe(part: dict) -> str:
     m, b = part["machine"], part["budget"]
     where = m.get("accelerator") or f"{m['cpu']} ({m['cores']} cores)"
-    state = ("MIXED SOURCES: resumed across code changes, not reproducible from one commit"
+    state = ("MIXED SOURCES: resumed across changes to its computation, not reproducible from one commit"
              if part.get("mixed_sources") else
              "UNCOMMITTED CHANGES, not reproducible from that commit" if part["dirty"] else "clean tree")
     wall = f"{part['wall_s']:,.0f} s wall-clock"
