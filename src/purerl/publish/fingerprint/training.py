@@ -72,15 +72,21 @@ def _compare_probe() -> dict:
     return {"late": compare._return_at(curve, compare.LATE_FRACTION), "fraction": compare.LATE_FRACTION}
 
 
+def _paired_probe() -> list[dict]:
+    """`stats.paired_difference` on the fixed probe inputs against a shifted reversal of themselves."""
+    from purerl import stats
+
+    return [stats.paired_difference(v, v[::-1] - 5.0) for v in probe_inputs()]
+
+
 def _lpo_fitness_probe(kinds: list[str]) -> dict:
     """The evolutions' fitness per seed from curves with NaNs (`evolve.curve_fitness`), and paired differences."""
-    from purerl import stats
     from purerl.meta.evolve import curve_fitness
 
     rng = np.random.default_rng(17)
     curves = [np.where(rng.random((n, 16)) < 0.3, np.nan, rng.normal(150.0, 40.0, (n, 16))) for n in (12, 128)]
     return {"fitness": {kind: [curve_fitness(c, kind) for c in curves] for kind in kinds},
-            "paired": [stats.paired_difference(v, v[::-1] - 5.0) for v in probe_inputs()]}
+            "paired": _paired_probe()}
 
 
 # ------------------------------------------------------------------------------------------------ value loss
@@ -93,7 +99,6 @@ def value_loss_part(fp: Fingerprint, command: str) -> None:
     import jax
     import jax.numpy as jnp
 
-    from purerl import stats
     from purerl.algos.objectives import clipped_l2, l2
     from purerl.algos.ppo import make_train
     from purerl.config import HyperParams
@@ -165,7 +170,7 @@ def value_loss_part(fp: Fingerprint, command: str) -> None:
         fp.probe("tuning choice", lambda: tuning.choose(tuning.GRID, _tuning_fitness(len(tuning.GRID))))
     if extended:
         fp.probe("loss numbers l2", value_loss_shape.loss_numbers, l2, None)
-        fp.probe("paired differences", lambda: [stats.paired_difference(v, v[::-1] - 5.0) for v in probe_inputs()])
+        fp.probe("paired differences", _paired_probe)
     host_common(fp)
 
 
