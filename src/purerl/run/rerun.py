@@ -13,7 +13,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from purerl.run import rundir
+from purerl.run import records, rundir
 from purerl.config import ConfigError, HyperParams, PPOConfig
 
 MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
@@ -56,7 +56,7 @@ def spec_from_record(data: dict, run_dir: Path):
     """The `TrainSpec` of a run's config.json, its grid in the order the run's members were trained in."""
     from purerl.run.trainspec import TrainSpec
 
-    return TrainSpec.from_json({**data, "grid": dict(rundir.grid_pairs(data, run_dir))})
+    return TrainSpec.from_json({**data, "grid": dict(records.grid_pairs(data, run_dir))})
 
 
 def in_recorded_order(spec, run_dir: Path):
@@ -66,7 +66,7 @@ def in_recorded_order(spec, run_dir: Path):
         return spec
     recorded = rundir.read_config(run_dir)
     try:
-        order = dict(rundir.grid_pairs(recorded, run_dir)) if recorded.get("command") == "train" else None
+        order = dict(records.grid_pairs(recorded, run_dir)) if recorded.get("command") == "train" else None
     except (OSError, AttributeError, TypeError, ValueError):  # a damaged record: `rundir.prepare` says so
         return spec
     if order != {name: [float(x) for x in values] for name, values in spec.grid.items()}:

@@ -22,7 +22,7 @@ from typing import Any
 
 from purerl.config import ConfigError
 from purerl.run.runlock import LOCK
-from purerl.run import runlock
+from purerl.run import records, runlock
 from purerl.run.files import temporary_name, write_atomic
 
 MARKER = ".purerl-run"
@@ -130,74 +130,6 @@ def _protected(out: Path) -> bool:
     return resolved in {Path.cwd().resolve(), Path.home().resolve(), Path(resolved.anchor)}
 
 
-def grid_pairs(config: dict, out: Path | None = None) -> list[list]:
-    """A training record's grid as [name, values] pairs in member order: the members are the product of the
-    values in this order, each with every seed. config.json keeps this list, which `sort_keys` leaves alone.
-    Older records kept a dict, which it sorted: their order is the one in the member labels of OUT's
-    summary.json (what trained), or, before a run finished, the dict's order (what `--config` resumed)."""
-    grid = config.get("grid") or {}
-    if isinstance(grid, list):
-        return [[name, list(values)] for name, values in grid]
-    names = list(grid)
-    summary = Path(out) / "summary.json" if out is not None else None
-    if summary is not None and summary.is_file():
-        labels = list(json.loads(summary.read_text()).get("final_return_by_member") or [""])
-        swept = [part.partition("=")[0] for part in labels[0].split(",")[:-1]]
-        if sorted(swept) == sorted(name for name in names if len(grid[name]) > 1):
-            names = swept + [name for name in names if name not in swept]
-    return [[name, list(grid[name])] for name in names]
-
-
-def _comparable(config: dict, out: Path | None = None) -> dict:
-    """`config` as config.json records it: a training run's grid as ordered pairs."""
-    if config.get("command") != "train" or "grid" not in config:
-        return config
-    try:
-        return {**config, "grid": grid_pairs(config, out)}
-    except (OSError, AttributeError, TypeError, ValueError):  # a damaged record: compared, and shown, as it is
-        return config
-
-
-def flat_fields(config: dict, prefix: str = "") -> dict:
-    """A nested record as {"a.b.c": value}, one entry per leaf."""
-    leaves = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            leaves.update(flat_fields(value, f"{prefix}{key}."))
-        else:
-            leaves[f"{prefix}{key}"] = value
-    return leaves
-
-
-_ABSENT = object()
-
-
-def _show(name: str, value) -> str:
-    if value is _ABSENT:
-        return "absent"
-    if name == "grid" and isinstance(value, list):
-        return " ".join(f"{k}={','.join(json.dumps(x) for x in v)}" for k, v in value) or "none"
-    if (isinstance(value, list) and len(value) > 3 and all(type(x) is int for x in value)
-            and value == list(range(value[0], value[0] + len(value)))):
-        return f"[{value[0]}..{value[-1]}]"
-    text = json.dumps(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _differences(previous: dict, config: dict) -> str:
-    """Each differing field, by its own name (its path where the name alone is ambiguous), with both values."""
-    old, new = flat_fields(previous), flat_fields(config)
-    paths = sorted(k for k in old.keys() | new.keys() if old.get(k, _ABSENT) != new.get(k, _ABSENT))
-    short = [path.rpartition(".")[2] for path in old.keys() | new.keys()]
-    parts = []
-    for path in paths:
-        name = path.rpartition(".")[2]
-        name = name if short.count(name) == 1 else path
-        parts.append(f"{name}: {_show(name, old.get(path, _ABSENT))} (recorded) vs "
-                     f"{_show(name, new.get(path, _ABSENT))} (given)")
-    return "; ".join(parts)
-
-
 def prepare(out: Path, config: dict[str, Any], resume: bool | str, overwrite: bool) -> bool:
     """Check `out` against `config` before anything is compiled or written. Returns True when resuming.
 
@@ -223,9 +155,9 @@ def prepare(out: Path, config: dict[str, Any], resume: bool | str, overwrite: bo
     if resume:
         if not (out / CONFIG).is_file():
             raise ConfigError(f"--resume: {out} holds no purerl run to continue")
-        previous, config = _comparable(read_config(out), out), _comparable(config)
+        previous, config = records.comparable(read_config(out), out), records.comparable(config)
         if previous != config:
-            raise ConfigError(f"--resume: {out} holds a different run (differs in: {_differences(previous, config)})")
+            raise ConfigError(f"--resume: {out} holds a different run (differs in: {records.differences(previous, config)})")
         _check_summary(out / "summary.json")
         check_writable(out)
         return True
@@ -235,10 +167,10 @@ def prepare(out: Path, config: dict[str, Any], resume: bool | str, overwrite: bo
         if not overwrite and not (out / CONFIG).exists():
             raise ConfigError(f"{out} holds a purerl run whose config.json is missing; pass --overwrite to replace it")
         if not overwrite:
-            previous, config = _comparable(read_config(out), out), _comparable(config)
+            previous, config = records.comparable(read_config(out), out), records.comparable(config)
             if previous == config:
                 raise ConfigError(f"{out} already holds this run; pass --resume to continue it, or --overwrite to replace it")
-            raise ConfigError(f"{out} already holds a different run (differs in: {_differences(previous, config)}); "
+            raise ConfigError(f"{out} already holds a different run (differs in: {records.differences(previous, config)}); "
                               "choose another --out, or --overwrite to replace it")
         if _protected(out):
             raise ConfigError(f"refusing to overwrite {out}: it is the current, home or root directory")
@@ -309,4 +241,4 @@ def start(out: Path, config: dict[str, Any], resumed: bool) -> None:
                 continue
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     write_atomic(out / MARKER, json.dumps({"purerl_run": True}) + "\n")
-    write_atomic(out / CONFIG, json.dumps(_comparable(config), indent=2, sort_keys=True))
+    write_atomic(out / CONFIG, json.dumps(records.comparable(config), indent=2, sort_keys=True))

@@ -18,7 +18,7 @@ import numpy as np
 
 from purerl.config import ConfigError
 from purerl.stats import MIN_SEEDS_FOR_CI  # fewer seeds: show each seed's value, claim no interval
-from purerl.run import files, pbt_files, results, rundir
+from purerl.run import files, pbt_files, records, results, rundir
 
 
 @dataclass
@@ -147,8 +147,8 @@ def _env(run: Run) -> str:
 def _fields(run: Run, setting: str) -> dict:
     """The run's recorded settings, flat (`hyperparams.lr`), with the grid's values put in their places:
     those of `setting` for one grid setting, or all of them (`0.001|0.003`) for the whole run ("default")."""
-    fields = rundir.flat_fields({k: v for k, v in run.config.items() if k not in ("grid", "seeds")})
-    for name, values in rundir.grid_pairs(run.config):
+    fields = records.flat_fields({k: v for k, v in run.config.items() if k not in ("grid", "seeds")})
+    for name, values in records.grid_pairs(run.config):
         fields[_field_key(fields, str(name))] = "|".join(_short(v) for v in values)
     if setting != "default":
         for part in setting.split(","):

@@ -14,7 +14,7 @@ from purerl import envs
 from purerl.algos import registry
 from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
 from purerl.config import ConfigError, HyperParams, PPOConfig, apply_preset
-from purerl.run import rundir
+from purerl.run import records
 from purerl.run.pbt_config import PBTConfig
 from purerl.run.population import Members, make_members
 
@@ -69,7 +69,7 @@ class TrainSpec:
             config=algorithm.config(**config),
             hyperparams=algorithm.hyperparams(**data["hyperparams"]),
             seeds=list(data["seeds"]),
-            grid={k: list(v) for k, v in rundir.grid_pairs(data)},
+            grid={k: list(v) for k, v in records.grid_pairs(data)},
             objective=data["objective"],
             value_loss=data["value_loss"],
             preset=data.get("preset"),
