@@ -327,6 +327,6 @@ def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[other, same])
     assert entry["dirty"] and entry["mixed_sources"]
     assert "MIXED SOURCES" in document.describe(entry) and "resumed over 2 sessions" in document.describe(entry)
-    assert any("resumed across source changes" in r for r in staleness.check(report.parent)["toy.md"])
+    assert any("resumed across changes to its computation" in r for r in staleness.check(report.parent)["toy.md"])
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[{**same, "dirty": True}])
     assert entry["dirty"] and not entry["mixed_sources"]  # uncommitted, but one source: not "mixed"

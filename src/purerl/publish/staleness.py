@@ -68,8 +68,8 @@ def check(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, cache: b
     A part with a recorded fingerprint (`purerl.publish.fingerprint`) is stale when the computation its commands run
     changed: the reason names the programs, host numerics, inputs or versions that moved. A part without one
     (made before fingerprints) falls back to the source hash of its study's dependency files. Either way a part
-    is stale when it ran on uncommitted source, was resumed across source changes, or its command is no longer
-    registered.
+    is stale when it ran on uncommitted source, was resumed across changes to its computation, or its command is
+    no longer registered.
 
     A document's manifest is the one beside it, so a document outside docs/results/ (say "../benchmarks.md")
     is checked against docs/manifest.json.
@@ -138,7 +138,7 @@ def _plainly_current(study: Study, part: dict) -> bool:
 
 def _plain_reason(study: Study, part: dict) -> str:
     if part.get("mixed_sources"):
-        return "resumed across source changes"
+        return "resumed across changes to its computation"
     if part["dirty"]:
         return "generated from uncommitted source"
     return f"made by a command the registry no longer lists ({part['command']})"
