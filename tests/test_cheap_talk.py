@@ -14,6 +14,7 @@ from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.studies.act.cheap_talk import CheapTalk
 from purerl.studies import act
+from purerl.studies.act import test_time
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,8 +54,8 @@ def test_anti_and_pro_fitness_are_opposite_signs_of_the_victims_mean_return():
 
 def test_silent_training_messages_are_zeros_and_random_ones_are_not():
     talk = CheapTalk()
-    silent = act.training_messages(talk, "silent", 0, "CartPole-v1")
-    noisy = act.training_messages(talk, "random", 0, "CartPole-v1")
+    silent = test_time.training_messages(talk, "silent", 0, "CartPole-v1")
+    noisy = test_time.training_messages(talk, "random", 0, "CartPole-v1")
     obs = jnp.array([0.1, -0.2, 0.03, 0.4])
     assert np.all(np.asarray(talk.messages(silent, obs)) == 0)
     assert np.any(np.asarray(talk.messages(noisy, obs)) != 0)

@@ -254,14 +254,14 @@ def act_part(fp: Fingerprint, command: str) -> None:
     import jax
 
     from purerl.studies import act
-    from purerl.studies.act import cli as act_cli
+    from purerl.studies.act import cli as act_cli, test_time
 
     args = parse_command(command)
     overrides = {k: getattr(args, k) for k in ("population_size", "generations", "seed") if getattr(args, k) is not None}
     config = act.es_config(args.preset, args.env, **overrides)
     if args.from_params is None:
         tasks = ({args.mode: act.train_time_task(args.mode, args.env, config.seed)} if args.phase == "train-time" else
-                 {prefix: act.test_time_task(args.env, kind, config.seed) for prefix, kind, _ in act_cli.RUNS["test-time"]})
+                 {prefix: test_time.test_time_task(args.env, kind, config.seed) for prefix, kind, _ in act_cli.RUNS["test-time"]})
         for prefix, task in tasks.items():
             name = f"{args.env} {act_cli.run_name(prefix, config.seed)}"
             fp.input(f"{name} es config", {k: v for k, v in config.__dict__.items() if k != "max_parallel"})
@@ -288,13 +288,13 @@ def act_part(fp: Fingerprint, command: str) -> None:
         def one(key, psi, phi):
             train_key, eval_key = jax.random.split(key)
             state = train(train_key, victim.hp.as_arrays(), psi).state
-            return act.goal_return(train, state, exploiter, phi, eval_key, act.EVAL_GOALS)
+            return test_time.goal_return(train, state, exploiter, phi, eval_key, test_time.EVAL_GOALS)
 
         phi = act.adversary_params(exploiter, jax.random.PRNGKey(0), args.env)
         fp.program(f"{args.env} goal return", one, key, abstract(template), abstract(phi))
         fp.probe("random shaper", lambda: (act.adversary_params(talk, jax.random.PRNGKey(4242), args.env),
                                            act.adversary_params(exploiter, jax.random.PRNGKey(4243), args.env)))
-        fp.probe("silent and random victims", lambda: [act.training_messages(talk, kind, seed, args.env)
+        fp.probe("silent and random victims", lambda: [test_time.training_messages(talk, kind, seed, args.env)
                                                        for kind in ("random", "silent") for seed in (0, 1)])
     host_common(fp)
 

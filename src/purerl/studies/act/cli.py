@@ -18,6 +18,7 @@ from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import GENERATIONS_CSV, MEAN_PARAMS
 from purerl.meta.evolve import run as evolve_run
 from purerl.studies import act
+from purerl.studies.act import test_time
 
 PARAMS = "params"  # beside a report: the evolved parameters its tables use, one folder per ES run
 PARAM_FILES = (MEAN_PARAMS, rundir.CONFIG, GENERATIONS_CSV)
@@ -68,7 +69,7 @@ def run_cli(args) -> int:
     started = time.perf_counter()
     if args.from_params is None:
         tasks = ({args.mode: act.train_time_task(args.mode, args.env, config.seed)} if args.phase == "train-time" else
-                 {prefix: act.test_time_task(args.env, kind, config.seed) for prefix, kind, _ in RUNS["test-time"]})
+                 {prefix: test_time.test_time_task(args.env, kind, config.seed) for prefix, kind, _ in RUNS["test-time"]})
         # --resume continues the runs that exist and starts the others, as `compare --resume` does, so a phase
         # stopped between its runs resumes with one command; every run directory is checked before one evolves.
         continued = {prefix: args.resume and rundir.holds_run(base / run_name(prefix, config.seed)) for prefix in tasks}
@@ -88,7 +89,7 @@ def run_cli(args) -> int:
         rows = act.evaluate_train_time({label: run_dir for _, _, label, run_dir in present}, args.env,
                                        plots_dir, seeds)["mean_return_over_training"]
     else:
-        rows = act.evaluate_test_time({label: (kind, run_dir) for _, kind, label, run_dir in present}, args.env,
+        rows = test_time.evaluate_test_time({label: (kind, run_dir) for _, kind, label, run_dir in present}, args.env,
                                       plots_dir, seeds)["goal_return"]
     evolved = {run_dir.name: {"es": json.loads((run_dir / rundir.CONFIG).read_text())["es"],
                               "evolve_wall_s": round(sum(r["seconds"] for r in _generations(run_dir)), 1)}
