@@ -117,7 +117,7 @@ def test_a_signal_in_a_run_that_then_finishes_stops_the_next_run_of_the_same_com
         wait_for_request(finishing)
     assert finishing.requested == "SIGTERM" and signal.getsignal(signal.SIGTERM) == previous
     with pytest.raises(StopRequested), graceful_stop() as next_run:
-        assert next_run.requested == "SIGTERM"  # it stops before it compiles (population.run_chunks)
+        assert next_run.requested == "SIGTERM"  # it stops before it compiles (chunks.run_chunks)
         raise StopRequested(next_run.requested, 0, 10, saved=True)  # what that run raises: the request is honoured
     with graceful_stop() as later:
         assert later.requested is None

@@ -22,7 +22,8 @@ import numpy as np
 from purerl import __version__, stats
 from purerl.algos import registry
 from purerl.run import log_backends, loggers, pbt, pbt_files, results, rundir
-from purerl.run.population import Members, Placement, run_chunks, vmapped
+from purerl.run.chunks import Checkpoints, run_chunks
+from purerl.run.population import Members, Placement, vmapped
 from purerl.runtime.distributed import barrier, is_writer
 from purerl.run.progress import TrainingBar
 from purerl.run.trainspec import TrainSpec
@@ -80,7 +81,6 @@ def run(
     steps_per_update = cfg.batch_size  # per member: the progress bar, like the plots, counts one agent's steps
     chunk_log = loggers.ChunkLogger(log if writer and log else [], out, [members.label(i) for i in range(n)],
                                     members.groups(), steps_per_update, config_json, wandb)
-    clock: dict[str, float] = {}  # run_chunks' timing, kept current chunk by chunk: the loggers' speed series
     try:  # the logger is closed however training ends (a SIGINT's StopRequested included)
         with TrainingBar(progress and writer, cfg.num_updates * steps_per_update, n) as bar:
             compile_start = time.perf_counter()
@@ -89,7 +89,7 @@ def run(
 
             rounds_written = []  # pbt.csv is rewritten when this session first reaches a round count
 
-            def advance_bar(start, stop, state):
+            def advance_bar(start, stop, state, clock):
                 metrics = trained(state).metrics
                 returns = placement.get(metrics["episode_return"][:, start:stop], n)
                 bar.advance(steps_per_update * stop, returns)
@@ -102,9 +102,9 @@ def run(
                     if writer:
                         pbt_files.write_csv(out, record, spec.pbt, members.seeds, steps_per_update, stop)
 
-            finished = run_chunks(program, state, placement, n, cfg.num_updates, shared=shared,
-                                  checkpoint_dir=out / rundir.CHECKPOINT, resume=resumed, chunk=chunk,
-                                  checkpoint_every_s=checkpoint_every_s, on_chunk=advance_bar, clock=clock)
+            finished = run_chunks(program, state, placement, n, cfg.num_updates, shared=shared, chunk=chunk,
+                                  checkpoints=Checkpoints(out / rundir.CHECKPOINT, resumed, checkpoint_every_s),
+                                  on_chunk=advance_bar)
         chunk_log.close_in_background()  # W&B's finish overlaps the outputs below
         if finished is None:
             return None

@@ -74,7 +74,7 @@ class ChunkLogger:
 
     def write(self, start: int, metrics: dict[str, np.ndarray], clock: dict | None = None) -> None:
         """`metrics[name]` is [members, updates] (host arrays) for updates start, start+1, ... of this chunk;
-        `clock` is `population.run_chunks`' timing (this chunk's `chunk_s`, `run_s` so far), for the speed."""
+        `clock` is `chunks.run_chunks`' timing (this chunk's `chunk_s`, `run_s` so far), for the speed."""
         if not self.kinds:
             return
         speed = None

@@ -7,7 +7,7 @@ Exploit is a gather along the member axis and explore is elementwise, so the ste
 population lives, at the end of the chunk that reaches the interval: the population never crosses to the host.
 
 The exploit/explore keys and every round's parents, scores and explored values are part of the state
-`population.run_chunks` checkpoints, so a resumed run makes the same choices bit for bit. Settings and their
+`chunks.run_chunks` checkpoints, so a resumed run makes the same choices bit for bit. Settings and their
 checks are in `pbt_config.py`; what a run writes (pbt.csv, the lineage, pbt.png) in `pbt_files.py`.
 """
 
@@ -20,7 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.run.pbt_config import Bound, PBTConfig, rounds
-from purerl.run.population import Placement, batched, make_members, run_chunks, vmapped
+from purerl.run.chunks import run_chunks
+from purerl.run.population import Placement, batched, make_members, vmapped
 
 STREAM = 0x7B7  # the explore keys are `fold_in(PRNGKey(seed), STREAM)`: a stream apart from training's
 KEEP = ("key", "metrics")  # what stays with a member's slot when it copies another: its randomness, its history

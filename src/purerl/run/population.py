@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +24,6 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from purerl.runtime import host_devices
-from purerl.runtime.distributed import is_writer
 from purerl.config import MAX_MEMBERS, ConfigError, HyperParams
 
 
@@ -220,75 +217,3 @@ def batched(fn, placement: Placement, num_shared_args: int = 0, num_member_args:
     return jax.jit(jax.vmap(fn, in_axes=in_axes),
                    in_shardings=(placement.sharding,) * num_member_args + (placement.replicated,) * num_shared_args,
                    out_shardings=placement.sharding)
-
-
-def run_chunks(advance, runs, placement: Placement, num_members: int, total: int, shared: tuple = (),
-               checkpoint_dir=None, resume: bool = False, chunk: int | None = None, checkpoint_every_s: float = 0.0,
-               on_chunk=None, clock: dict | None = None) -> tuple[Any, dict] | None:
-    """Drive a member program `advance(runs, *shared, start, stop)` (from `batched` or `one_by_one`) over
-    steps 0..total-1 in chunks, with an orbax checkpoint of the members (gathered to the host) at most
-    every `checkpoint_every_s` seconds, at the end, and when SIGINT or SIGTERM asks the run to stop
-    (then `stopping.StopRequested` is raised, before the next chunk; a request already pending, left by an
-    earlier run of the same command, stops this one before it compiles).
-
-    `resume` continues from the last checkpoint; chunks compose exactly, so the result is the one an
-    uninterrupted run gives. `on_chunk(start, stop, runs)` reports progress. Returns (runs, timing):
-    compile_s of this process, run_s summed over every session of the run (it travels in the
-    checkpoint), and the step this session started from; or None when a test cut the run short
-    (`stopping.cut_after`; it checkpoints first). `clock`, when given, is that timing dict, kept
-    current before each `on_chunk`, with `chunk_s`, the last chunk's seconds (the loggers' speed series).
-    """
-    from purerl.run.checkpoint import Checkpointer, latest_step
-    from purerl.run.stopping import StopRequested, cut, graceful_stop
-
-    int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    timing = clock if clock is not None else {}
-    timing.update(compile_s=0.0, run_s=0.0, first=0, chunk_s=0.0)
-    checkpointer, done = None, 0
-
-    def save():
-        host = placement.get(runs, num_members)  # every process joins the gather; process 0 writes
-        if is_writer():
-            checkpointer.save(done, host, extra={"run_s": timing["run_s"]})
-
-    def stop_if_requested(stop_signal):
-        if stop_signal.requested and done < total:
-            if checkpointer is not None:
-                checkpointer.close()
-            raise StopRequested(stop_signal.requested, done, total, saved=checkpoint_dir is not None)
-
-    chunk = chunk or max(1, total // 20)
-    chunks_done = 0
-    with graceful_stop() as stop_signal:
-        if stop_signal.requested:  # left by an earlier run of this command: stop before compiling
-            done = (latest_step(checkpoint_dir) or 0) if resume and checkpoint_dir is not None else 0
-            stop_if_requested(stop_signal)
-        tick = time.perf_counter()
-        compiled = advance.lower(runs, *shared, int32(0), int32(0)).compile()
-        timing["compile_s"] = time.perf_counter() - tick
-        checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
-        if resume and checkpointer is not None and checkpointer.latest() is not None:
-            host, progress = checkpointer.restore(placement.get(runs, num_members))
-            runs, done = placement.put(host), progress["step"]
-            timing["first"], timing["run_s"] = done, progress.get("run_s", 0.0)
-        last_checkpoint = time.perf_counter()
-        while done < total:
-            stop_if_requested(stop_signal)  # heard during the compile or the last chunk, which it checkpointed
-            stop = min(done + chunk, total)
-            tick = time.perf_counter()
-            runs = jax.block_until_ready(compiled(runs, *shared, int32(done), int32(stop)))
-            timing["chunk_s"] = time.perf_counter() - tick
-            timing["run_s"] += timing["chunk_s"]
-            if on_chunk is not None:
-                on_chunk(done, stop, runs)
-            done, chunks_done = stop, chunks_done + 1
-            stopping = cut(chunks_done)
-            if checkpointer is not None and (done == total or stopping or stop_signal.requested
-                                             or time.perf_counter() - last_checkpoint >= checkpoint_every_s):
-                save()
-                last_checkpoint = time.perf_counter()
-            if stopping and done < total:
-                break
-    if checkpointer is not None:
-        checkpointer.close()
-    return (runs, timing) if done == total else None

@@ -37,7 +37,7 @@ def pending() -> str | None:
 
 @contextlib.contextmanager
 def cut_after(chunks: int):
-    """For resume tests: within the block, a chunked run (`population.run_chunks`) ends after `chunks` chunks,
+    """For resume tests: within the block, a chunked run (`chunks.run_chunks`) ends after `chunks` chunks,
     checkpointed, as a kill right after that checkpoint would end it, and returns None; an evolve run ends its
     session after `chunks` generations, checkpointed, and writes what it has."""
     global _cut_after

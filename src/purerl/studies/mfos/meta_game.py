@@ -108,7 +108,7 @@ class MetaRun(NamedTuple):
 def meta_training(ppo: PPO, hp: HyperParams, meta_episodes: int, columns: int, log_row):
     """(init, advance) for PPO trained one meta-episode per update: `init(key) -> MetaRun`, then
     `advance(run, start, stop)` plays meta-episodes start..stop-1 and logs `log_row(state)` after each.
-    Chunks compose exactly, so a run can checkpoint between them (`population.run_chunks`)."""
+    Chunks compose exactly, so a run can checkpoint between them (`chunks.run_chunks`)."""
 
     def init(key: jax.Array) -> MetaRun:
         return MetaRun(ppo.init(key, hp), jnp.full((meta_episodes, columns), jnp.nan))

@@ -10,7 +10,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from purerl.run.population import Placement, batched, run_chunks
+from purerl.run.chunks import Checkpoints, run_chunks
+from purerl.run.population import Placement, batched
 from purerl.studies.mfos.analysis import Trajectory, extortion_analysis, play_meta_episode
 from purerl.studies.mfos.meta_game import make_mfos_train
 from purerl.studies.mfos.self_play import make_self_play_train
@@ -26,7 +27,7 @@ def final_window(meta_episodes: int) -> int:
 def train_members(init, advance, seeds: list[int], total: int, member_program=batched, checkpoint_dir=None,
                   resume: bool = False, chunk: int | None = None, on_chunk=None) -> tuple[object, dict] | None:
     """One member per seed, sharded over the devices: `init(key)`, then `advance(run, start, stop)` over
-    `total` meta-episodes in chunks, checkpointed after each (`population.run_chunks`). `on_chunk(done,
+    `total` meta-episodes in chunks, checkpointed after each (`chunks.run_chunks`). `on_chunk(done,
     rows)` gets every member's last `log` row. Returns the members' final state as host arrays and the
     timing, or None if stopped early."""
     placement = Placement.for_members(len(seeds))
@@ -34,9 +35,10 @@ def train_members(init, advance, seeds: list[int], total: int, member_program=ba
     runs = member_program(init, placement)(placement.put(seed_keys(seeds)))
     init_s = time.perf_counter() - tick
     report = None if on_chunk is None else (
-        lambda start, stop, runs: on_chunk(stop, placement.get(runs.log[:, stop - 1], len(seeds))))
-    finished = run_chunks(member_program(advance, placement, 2), runs, placement, len(seeds), total,
-                          checkpoint_dir=checkpoint_dir, resume=resume, chunk=chunk, on_chunk=report)
+        lambda start, stop, runs, timing: on_chunk(stop, placement.get(runs.log[:, stop - 1], len(seeds))))
+    checkpoints = Checkpoints(checkpoint_dir, resume) if checkpoint_dir is not None else None
+    finished = run_chunks(member_program(advance, placement, 2), runs, placement, len(seeds), total, chunk=chunk,
+                          checkpoints=checkpoints, on_chunk=report)
     if finished is None:
         return None
     runs, timing = finished
