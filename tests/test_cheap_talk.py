@@ -277,13 +277,13 @@ def test_the_victims_count_is_in_the_evaluations_fingerprint_and_no_program_depe
     """Victims are trained one program each, vmapped: their count changes the seeds (an input) and the random
     adversaries, never a lowered program; CartPole's default count fingerprints as the 32 seeds it always had."""
     from purerl.publish.catalog import STUDIES
-    from purerl.publish.fingerprint import core, training
+    from purerl.publish.fingerprint import act as act_fingerprint, core
 
     monkeypatch.setattr(core.Fingerprint, "program", lambda self, name, *args, **kw: self.add(f"program {name}", "-"))
 
     def components(command):
         fp = core.Fingerprint()
-        training.act_part(fp, command)
+        act_fingerprint.act_part(fp, command)
         return fp.components
 
     pendulum = next(c for c in STUDIES["act"].commands if "--env Pendulum-v1 --from-params" in c)

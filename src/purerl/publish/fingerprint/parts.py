@@ -11,7 +11,8 @@ from purerl.config import ConfigError
 from purerl.publish.fingerprint.core import PACKAGE, REPO, Fingerprint, command_words, digest
 from purerl.publish.fingerprint.mfos import mfos_run_part, mfos_table_part
 from purerl.publish.fingerprint.pbt_study import pbt_study_part
-from purerl.publish.fingerprint.training import act_part, compare_part, value_loss_part
+from purerl.publish.fingerprint.act import act_part
+from purerl.publish.fingerprint.training import compare_part, value_loss_part
 from purerl.publish.fingerprint.versus import versus_part
 
 
