@@ -221,7 +221,7 @@ def _stop_before_work(monkeypatch) -> None:
     monkeypatch.setattr(evolve, "Evolution", reached)
     monkeypatch.setattr(act_cli, "Evolution", reached)
     monkeypatch.setattr(act_cli.act, "evaluate_train_time", reached)
-    monkeypatch.setattr(act_cli.act, "evaluate_test_time", reached)
+    monkeypatch.setattr(act_cli.test_time, "evaluate_test_time", reached)
     monkeypatch.setattr(policy, "evaluate", reached)
     monkeypatch.setattr(lpo, "analyze_drift", reached)
     monkeypatch.setattr(value_loss_report, "analyze", reached)
