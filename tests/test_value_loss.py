@@ -255,9 +255,10 @@ def test_cli_refuses_a_form_for_another_task_and_tune_runs_without_tuning(tmp_pa
     assert "--tune-runs needs --tuned-l2" in capsys.readouterr().err
 
 
-def test_fingerprint_of_the_published_command_is_unextended_and_tuning_extends_it(monkeypatch):
-    """The published analysis (scaled form, no tuning) lowers and probes what it did before; --tuned-l2 adds the
-    tuning and the extended record's numbers (programs are not lowered here: their names are enough)."""
+def test_fingerprint_of_an_unextended_analysis_is_what_it_was_and_the_published_one_adds_forms_and_tuning(monkeypatch):
+    """An analysis of the scaled form alone without tuning lowers and probes what it always did; the published one
+    (both forms, --tuned-l2) adds the tuning, each form's loss numbers and the paired differences (programs are not
+    lowered here: their names are enough)."""
     from purerl.publish.catalog import STUDIES
     from purerl.publish.fingerprint import core, training
 
@@ -269,12 +270,15 @@ def test_fingerprint_of_the_published_command_is_unextended_and_tuning_extends_i
         return set(fp.components)
 
     published = STUDIES["value_loss"].commands[0]
-    plain = names(published)
+    sources = published.split()[3]
+    assert " --tuned-l2" in published and sum("mlp_es_seed" in s for s in sources.split(",")) == 3
+    scaled_only = ",".join(s for s in sources.split(",") if "mlp_" not in s)
+    plain = names(published.replace(sources, scaled_only).replace(" --tuned-l2", ""))
     assert not {n for n in plain if "tuning" in n or "loss numbers" in n or "forms" in n or "paired" in n}
     assert {"host loss shape", "host scale-only ablation", "program training_budget learned training"} <= plain
-    tuned = names(published + " --tuned-l2")
-    assert tuned - plain == {"input forms", "input tuning", "host tuning keys", "host tuning choice", "host loss numbers l2",
-                             "host loss numbers learned", "host paired differences"}
+    extended = names(published)
+    assert {"input forms", "input tuning", "host tuning keys", "host tuning choice", "host loss numbers l2",
+            "host loss numbers learned", "host loss numbers learned_mlp", "host paired differences"} <= extended - plain
 
 
 @pytest.mark.slow

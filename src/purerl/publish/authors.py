@@ -29,15 +29,16 @@ _DPO_DIFFERENCES = (
 )
 _VALUE_LOSS_DIFFERENCES = (
     "Evolution budget: population 32 x 40 generations x 4 inner runs of 100,000 steps (4 envs x 64 steps) per ES "
-    "seed, 5.1e8 env steps, 3 ES seeds; the walkthrough evolves population 128 x 512 generations x 2 runs of 5e5 "
-    "steps (4 envs x 64 steps), 6.6e10 env steps, 128 times as many.",
-    "Loss form: 0.5 (v - t)^2 exp(g(v, t)), L2 times a positive factor, so zero with zero slope at v = t; the "
-    "walkthrough's loss is an unconstrained 64-64 tanh MLP of v - t, which can be negative and can have a slope at "
-    "zero. `purerl evolve value-loss --loss-form mlp` evolves a loss that can have one; this document's evolutions "
-    "use the scaled form.",
-    "g sees the error v - t and the target t (each asinh-scaled); the walkthrough's net sees the error alone.",
-    "The search starts exactly at L2 (a zero output layer on random tanh features); the walkthrough's OpenES starts "
-    "at evosax's default mean, all-zero weights in the evosax 0.1 API it calls, a loss of 0 everywhere.",
+    "seed, 5.1e8 env steps, 3 ES seeds per loss form; the walkthrough evolves population 128 x 512 generations x 2 "
+    "runs of 5e5 steps (4 envs x 64 steps), 6.6e10 env steps, 128 times as many.",
+    "Loss forms: the walkthrough's loss is an unconstrained 64-64 tanh MLP of v - t, which can be negative and can "
+    "have a slope at zero. Ours are two: `scaled`, 0.5 (v - t)^2 exp(g(v, t)), L2 times a positive factor, so zero "
+    "with zero slope at v = t; and `mlp`, exp(s) (0.5 e^2 + e h(e)) with e = v - t and h a 16-16 tanh MLP, which is "
+    "zero at e = 0 (a constant offset changes no gradient) but free to have a slope there and to go negative.",
+    "The scaled form's g sees the error v - t and the target t, the mlp form's h the error alone, as the "
+    "walkthrough's net does (each asinh-scaled).",
+    "The search starts exactly at L2 (a zero output layer on random tanh features, and s = 0); the walkthrough's "
+    "OpenES starts at evosax's default mean, all-zero weights in the evosax 0.1 API it calls, a loss of 0 everywhere.",
 )
 _MFOS_CODE = "luchris429/model-free-opponent-shaping at 3efb169"
 _MFOS_PPO = (

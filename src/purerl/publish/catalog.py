@@ -99,12 +99,14 @@ STUDIES = {s.name: s for s in (
         *(f"{_DPO_VS_PPO} --env {env} --seeds 10{_MINATAR_BUDGET.get(env, '')}" for env in _MINATAR),
         *(f"{_DPO_VS_PPO} --env {env} --seeds 10 --total-timesteps 4096000" for env in _BRAX),
     ), *_by_authors("dpo")),
-    # Re-evaluated from the committed evolutions (docs/results/value_loss/es_seedS, each holding its own
-    # `purerl evolve value-loss --preset cpu --seed S` record): they were evolved on a GPU, whose float
-    # rounding a CPU re-evolution would not reproduce. Re-evolving is docs/results/README.md's recipe.
+    # Re-evaluated from the committed evolutions, three ES seeds of each loss form (docs/results/value_loss/es_seedS,
+    # the scaled form, and mlp_es_seedS; each folder holds its run's config.json and the provenance.json of the
+    # sessions that made it on this 2-core CPU): L2 tuned on their training runs first, then 256 held-out seeds at the
+    # training budget and 64 per transfer (issue 56).
     Study("value_loss", "value_loss.md", TRAINING + EVOLUTION + ("studies/value_loss/*.py",), _VALUE_LOSS_STAGES, (
-        "purerl analyze value-loss docs/results/value_loss/es_seed0,docs/results/value_loss/es_seed1,"
-        "docs/results/value_loss/es_seed2 --seeds 256 --transfer-seeds 16 --report docs/results/value_loss.md",
+        "purerl analyze value-loss " + ",".join(f"docs/results/value_loss/{form}es_seed{seed}" for form in ("", "mlp_")
+                                                 for seed in range(3))
+        + " --seeds 256 --transfer-seeds 64 --tuned-l2 --report docs/results/value_loss.md",
     ), *_by_authors("value_loss")),
     Study("mfos", "mfos.md", TRAINING + _MFOS_MATRIX, ("ipd", "imp", "chicken"), (
         "purerl mfos table --preset small --report docs/results/mfos.md",
