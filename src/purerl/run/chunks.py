@@ -49,7 +49,7 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
     int32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     timing = dict(compile_s=0.0, run_s=0.0, first=0, chunk_s=0.0)
     checkpoint_dir = checkpoints.folder if checkpoints is not None else None
-    resume = checkpoints is not None and checkpoints.resume
+    resume = checkpoints is not None and checkpoints.resume  # so a resume always has a checkpointer
     checkpointer, done = None, 0
 
     def save():
@@ -67,13 +67,13 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
     chunks_done = 0
     with graceful_stop() as stop_signal:
         if stop_signal.requested:  # left by an earlier run of this command: stop before compiling
-            done = (latest_step(checkpoint_dir) or 0) if resume and checkpoint_dir is not None else 0
+            done = (latest_step(checkpoint_dir) or 0) if resume else 0
             stop_if_requested(stop_signal)
         tick = time.perf_counter()
         compiled = advance.lower(runs, *shared, int32(0), int32(0)).compile()
         timing["compile_s"] = time.perf_counter() - tick
         checkpointer = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
-        if resume and checkpointer is not None and checkpointer.latest() is not None:
+        if resume and checkpointer.latest() is not None:
             host, progress = checkpointer.restore(placement.get(runs, num_members))
             runs, done = placement.put(host), progress["step"]
             timing["first"], timing["run_s"] = done, progress.get("run_s", 0.0)
