@@ -198,3 +198,52 @@ def test_offpolicy_peers_spell_purerls_continuous_presets():
     assert peer.mismatches_for("sac") != peer.mismatches_for("td3") != peer.mismatches
     assert PEERS["sbx"].tasks == ("sac",) and PEERS["sbx"].sequential_seeds and PEERS["sb3"].sequential_seeds
     assert not peer.sequential_seeds
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_offpolicy_floor_counts_every_actor_step_of_a_policy_cycle(algo):
+    """XLA counts a loop body once, so the floor compiles each step index of a policy cycle alone. SAC's delayed
+    actor steps are made up (`policy_frequency` of them on one index), TD3's are not (one): the FLOPs the floor
+    counts must say so, which a rolled loop over SAC's actor steps would hide."""
+    import jax
+
+    from purerl.algos import registry
+    from purerl.bench import floor, worker
+
+    base, hp = worker.task_config(algo, 600)
+    base, hp = base.replace(hidden_sizes=(32, 32), buffer_size=1000, learning_starts=400), hp.as_arrays()
+
+    def cycle_flops(policy_frequency):
+        config = base.replace(policy_frequency=policy_frequency)
+        train = registry.build(algo, config)
+        state = jax.jit(train.init)(jax.random.PRNGKey(0), hp)
+        return [floor.compiled_flops(floor.offpolicy_gradient_step(train, config, i), state, jax.random.PRNGKey(1),
+                                     hp) for i in range(policy_frequency)]
+
+    (actor_and_critic,) = cycle_flops(1)
+    delayed, critic_only, critic_too = cycle_flops(3)
+    one_actor_step = actor_and_critic - critic_only
+    assert one_actor_step > 0 and critic_too == critic_only
+    assert delayed - critic_only == pytest.approx((3 if algo == "sac" else 1) * one_actor_step, rel=0.05)
+
+
+def test_offpolicy_floor_composes_a_run_from_its_steps():
+    import jax
+    import jax.numpy as jnp
+
+    from purerl.algos import registry
+    from purerl.bench import floor, worker
+
+    config, hp = worker.task_config("sac", 600)
+    config = config.replace(hidden_sizes=(32, 32), buffer_size=1000, learning_starts=400, policy_frequency=1)
+    train = registry.build("sac", config)
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    hps = jax.tree.map(lambda x: jnp.broadcast_to(x, (2,)), hp.as_arrays())
+    record = floor.offpolicy(train, keys, hps, config, devices=1, run_s=1.0)
+    parts = record["flops_per_update_parts"]
+    learning = 600 - 400
+    per_member = parts["env_step"] * 600 + (parts["explore"] + parts["gradient_step"]) * learning
+    assert record["flops_per_update"] == pytest.approx(per_member * 2 / config.num_updates)
+    assert record["achieved_flops_per_s"] == pytest.approx(per_member * 2)  # run_s 1.0
+    assert parts["gradient_step"] > 100 * parts["explore"] > 0 and parts["env_step"] > 0
+    assert record["learn_us_per_env_step"] > record["rollout_us_per_env_step"] > 0

@@ -189,11 +189,14 @@ def _evolve_section(record: dict) -> list[str]:
 
 def floor_section(records: list[dict]) -> list[str]:
     lines = ["## How far from the hardware floor", "",
-             "FLOPs per update are composed from XLA's cost analysis of loop-free pieces (one rollout step x "
-             "steps, one gradient step x epochs x minibatches, the advantages), because XLA counts a loop body once "
-             "whatever its trip count. The floor is a 2048x2048 float32 matmul timed in the same process (it uses "
-             "every core). Rollout and learning time are per env "
-             "step of one device's share of the seeds, timed alone; with several devices the shares run in parallel.",
+             "FLOPs per update are composed from XLA's cost analysis of loop-free pieces, because XLA counts a "
+             "loop body once whatever its trip count: for PPO one rollout step x steps, one gradient step x epochs x "
+             "minibatches, the advantages; for SAC and TD3 one env step x steps, the exploring actor and one "
+             "gradient step (averaged over a policy-update cycle) x the steps after learning starts, so their "
+             "FLOPs/update is the run's mean per metric row. The floor is a 2048x2048 float32 matmul timed in the "
+             "same process (it uses every core). Rollout and learning time are per env step of one device's share "
+             "of the seeds, timed alone (SAC and TD3: acting before learning starts, learning at the run's "
+             "update-to-data ratio); with several devices the shares run in parallel.",
              "", "| task | seeds | devices | FLOPs/update | achieved FLOP/s | matmul FLOP/s | fraction | rollout us/step | "
              "learn us/step |", "|---|---|---|---|---|---|---|---|---|"]
     for record in records:

@@ -43,6 +43,7 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
 
     from purerl.runtime import host_devices
     from purerl.algos import registry
+    from purerl.bench import floor as floor_analysis
     from purerl.run.population import Placement, batched, make_members
     from purerl.run.results import final_returns
 
@@ -86,77 +87,12 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
     device_stats = jax.devices()[0].memory_stats() or {}  # GPUs report it; CPUs do not
     if "peak_bytes_in_use" in device_stats:
         result["device_peak_mb"] = device_stats["peak_bytes_in_use"] / 2**20
-    if floor and algo == "ppo":  # the floor's pieces are PPO's (rollout, advantages, gradient step)
+    if floor and algo in floor_analysis.ANALYSES:
         per_device = placement.padded(seeds) // placement.num_devices
         host_hps = jax.tree.map(lambda x: x[:per_device], members.hyperparams.as_arrays())
-        result.update(floor_analysis(train, members.keys()[:per_device], host_hps, config, placement.num_devices,
-                                     run_s))
+        result.update(floor_analysis.ANALYSES[algo](train, members.keys()[:per_device], host_hps, config,
+                                                    placement.num_devices, run_s))
     return result
-
-
-def floor_analysis(train, keys, hps, config, devices: int, run_s: float) -> dict:
-    """FLOPs of one update, the machine's matmul FLOP/s, and rollout vs learn time.
-
-    XLA's cost analysis counts a loop body once, whatever its trip count, so the
-    FLOPs of an update are composed from loop-free pieces: one rollout step of
-    every env, times `num_steps`; one gradient step on a minibatch, times epochs x
-    minibatches; and the advantages. `keys` and `hps` are one device's share of
-    the members; every device runs the same program.
-    """
-    import jax
-    import jax.numpy as jnp
-
-    from purerl.algos.ppo import Batch, make_train
-
-    def flops(fn, *args):
-        cost = jax.jit(fn).lower(*args).compile().cost_analysis()
-        return float((cost[0] if isinstance(cost, list) else cost).get("flops", 0.0))
-
-    hp = jax.tree.map(lambda x: x[0], hps)
-    one_step = make_train(config.replace(num_steps=1, total_timesteps=config.num_envs, num_minibatches=1))
-    state = jax.jit(one_step.init)(keys[0], hp)
-    step_flops = flops(lambda s, h: one_step.rollout(s, h)[0].obs, state, hp)
-    _, trajectory = jax.eval_shape(lambda k, h: train.rollout(train.init(k, h), h), keys[0], hp)
-    advantage_flops = flops(lambda p, t, h: train.advantages(p, t, (), h), state.params, trajectory, hp)
-    sample = lambda x: jax.ShapeDtypeStruct((config.minibatch_size,) + x.shape[2:], x.dtype)  # noqa: E731
-    minibatch = Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),
-                      *(sample(trajectory.log_prob) for _ in range(4)))
-    gradient_flops = flops(lambda p, o, b, h: train.gradient_step(p, o, b, h, None)[:2], state.params,
-                           state.opt_state, minibatch, hp)
-    per_member = (step_flops * config.num_steps + advantage_flops
-                  + gradient_flops * config.update_epochs * config.num_minibatches)
-    flops_per_update = per_member * keys.shape[0] * devices
-
-    def timed(fn, *args, repeats=20):
-        jax.block_until_ready(fn(*args))
-        times = []
-        for _ in range(repeats):
-            tick = time.perf_counter()
-            jax.block_until_ready(fn(*args))
-            times.append(time.perf_counter() - tick)
-        return statistics.median(times)
-
-    states = jax.jit(jax.vmap(train.init))(keys, hps)
-    update = jax.jit(jax.vmap(lambda s, h: train.update(0, s, h, None))).lower(states, hps).compile()
-    rollout = jax.jit(jax.vmap(lambda s, h: train.rollout(s, h)[0])).lower(states, hps).compile()
-    update_s, rollout_s = timed(update, states, hps), timed(rollout, states, hps)
-    n = 2048
-    a = jax.random.normal(jax.random.PRNGKey(0), (n, n), jnp.float32)
-    matmul = jax.jit(lambda x: x @ x)
-    matmul_flops = 2 * n**3 / timed(matmul, a, repeats=10)
-    achieved = flops_per_update * config.num_updates / run_s
-    steps_per_update = config.batch_size * keys.shape[0]
-    return {
-        "floor_devices": devices,
-        "flops_per_update": flops_per_update,
-        "flops_per_update_parts": {"rollout_step": step_flops, "advantages": advantage_flops,
-                                   "gradient_step": gradient_flops},
-        "achieved_flops_per_s": achieved,
-        "matmul_flops_per_s": matmul_flops,
-        "fraction_of_matmul_floor": achieved / matmul_flops,
-        "rollout_us_per_env_step": rollout_s / steps_per_update * 1e6,
-        "learn_us_per_env_step": max(update_s - rollout_s, 0.0) / steps_per_update * 1e6,
-    }
 
 
 EVOLVE_PRESETS = {"cpu": "cpu", "gpu": "paper"}  # bench preset -> value-loss study preset
