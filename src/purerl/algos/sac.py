@@ -150,8 +150,9 @@ class SAC(OffPolicyActorCritic):
                 carry, loss, entropy = self.actor_and_temperature_step(carry, batch.obs, k, hp)
                 return carry, (loss, entropy)
 
-            keys = jax.random.split(actor_key, self.config.policy_frequency)  # unrolled: XLA's cost analysis
-            new_state, (losses, entropies) = jax.lax.scan(one, state, keys, unroll=True)  # then counts each
+            # Unrolled (policy_frequency is small), so XLA's cost analysis counts every actor step, not one.
+            keys = jax.random.split(actor_key, self.config.policy_frequency)
+            new_state, (losses, entropies) = jax.lax.scan(one, state, keys, unroll=True)
             return new_state, losses.mean(), entropies.mean()
 
         nan = jnp.float32(jnp.nan)

@@ -1,4 +1,4 @@
-"""How far a benchmarked run is from the hardware floor: its FLOPs, the machine's matmul FLOP/s, and where the time goes.
+"""How far a benchmarked run is from the hardware floor: its FLOPs, the matmul FLOP/s, and where the time goes.
 
 XLA's cost analysis counts a loop body once, whatever its trip count, so the FLOPs of a run are composed from
 loop-free pieces, each compiled alone and counted, then multiplied by how often the run executes it. The floor
@@ -113,8 +113,7 @@ def offpolicy(train, keys, hps, config, devices: int, run_s: float) -> dict:
 
     hp = jax.tree.map(lambda x: x[0], hps)
     state = jax.jit(train.init)(keys[0], hp)
-    cycle = range(config.policy_frequency)
-    gradient_step = lambda index: offpolicy_gradient_step(train, config, index)  # noqa: E731
+    cycle = [offpolicy_gradient_step(train, config, index) for index in range(config.policy_frequency)]
 
     def acting(s, h):
         return train.env_step(s, 0, h)[0]
@@ -124,7 +123,7 @@ def offpolicy(train, keys, hps, config, devices: int, run_s: float) -> dict:
 
     env_flops = compiled_flops(acting, state, hp)
     explore_flops = compiled_flops(lambda s, k, h: train.explore(s.params, s.obs, k, h), state, keys[0], hp)
-    gradient_flops = statistics.mean(compiled_flops(gradient_step(i), state, keys[0], hp) for i in cycle)
+    gradient_flops = statistics.mean(compiled_flops(step, state, keys[0], hp) for step in cycle)
     vector_steps = config.num_updates * config.num_steps
     learning_steps = max(vector_steps - config.learning_starts // config.num_envs, 0)
     per_member = (env_flops * vector_steps + explore_flops * learning_steps
@@ -132,9 +131,10 @@ def offpolicy(train, keys, hps, config, devices: int, run_s: float) -> dict:
 
     states = jax.jit(jax.vmap(train.init))(keys, hps)
     rollout_s = timed(jax.jit(jax.vmap(update_of_acting)), states, hps, repeats=5)
-    gradient_s = statistics.mean(timed(jax.jit(jax.vmap(gradient_step(i))), states, keys, hps) for i in cycle)
+    gradient_s = statistics.mean(timed(jax.jit(jax.vmap(step)), states, keys, hps) for step in cycle)
+    members = keys.shape[0]
     return summary(per_member, {"env_step": env_flops, "explore": explore_flops, "gradient_step": gradient_flops},
-                   keys.shape[0], devices, config.num_updates, run_s, config.num_steps * config.num_envs * keys.shape[0],
+                   members, devices, config.num_updates, run_s, config.num_steps * config.num_envs * members,
                    rollout_s, gradient_s * config.gradient_steps * config.num_steps)
 
 
