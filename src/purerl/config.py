@@ -42,6 +42,23 @@ def check_counts(obj, limits: dict[str, int]) -> None:
             raise ConfigError(f"{flag} must be at most {limit:,}, got {value:,}")
 
 
+MATMUL_DTYPES = ("float32", "bfloat16")
+UPDATE_KERNELS = ("xla", "fused")
+LEVERS = {"matmul_dtype": "float32", "update_kernel": "xla", "rollout_unroll": 1}  # PPOConfig's GPU levers
+
+
+def recorded(config) -> dict:
+    """A config as a run records it: its fields, less the GPU levers left at their defaults, so that a record
+    made before the levers existed still matches (a lever in use is recorded, and changes the program)."""
+    return {k: v for k, v in dataclasses.asdict(config).items() if not (k in LEVERS and LEVERS[k] == v)}
+
+
+def check_choice(obj, name: str, choices: tuple[str, ...]) -> None:
+    value = getattr(obj, name)
+    if value not in choices:
+        raise ConfigError(f"{name.replace('_', '-')} must be one of {', '.join(choices)}, got {value!r}")
+
+
 def check_bounds(hp, bounds: dict[str, tuple[float, float, str]]) -> None:
     """Every value (scalars or grids) of each named field within its bounds; else one ConfigError line."""
     for name, (low, high, text) in bounds.items():
@@ -152,14 +169,23 @@ class PPOConfig(RolloutShape):
     # Members one CPU device trains at a time (population.batched); 0: all at once. Measured best for these
     # defaults (CartPole); presets of another shape set their own or 0 (benchmarks/README.md).
     cpu_group: int = 8
+    # Levers for a GPU (benchmarks/gpu_levers.py measures each): "bfloat16" runs the networks' matmuls in bf16
+    # with float32 weights and Adam state; "fused" runs each minibatch gradient step as one Pallas kernel per
+    # agent (kernels/ppo_update.py); rollout_unroll unrolls the rollout loop that many steps
+    matmul_dtype: str = "float32"
+    update_kernel: str = "xla"
+    rollout_unroll: int = 1
 
     @property
     def minibatch_size(self) -> int:
         return self.batch_size // self.num_minibatches
 
     def validate(self) -> None:
-        self.check(("total_timesteps",), ("num_envs", "num_steps", "update_epochs", "num_minibatches"))
+        self.check(("total_timesteps",), ("num_envs", "num_steps", "update_epochs", "num_minibatches",
+                                          "rollout_unroll"))
         check_minibatches(self)
+        check_choice(self, "matmul_dtype", MATMUL_DTYPES)
+        check_choice(self, "update_kernel", UPDATE_KERNELS)
 
 
 @dataclass(frozen=True)

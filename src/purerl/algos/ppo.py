@@ -31,7 +31,8 @@ from purerl.algos.shuffle import permutation as random_permutation
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.wrappers import IdentityObs, IdentityReward, ObsNormalizer, RewardNormalizer
 from purerl.nets.actor_critic import ActorCritic
-from purerl.nets.layers import init_params
+from purerl.kernels.ppo_update import FusedUpdate, check_supported
+from purerl.nets.layers import compute_dtype, init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "policy_loss", "value_loss", "entropy", "approx_kl",
            "clip_fraction", "learning_rate")
@@ -90,8 +91,12 @@ class PPO(loop.MinibatchEpochs):
         self.observe = observe if observe is not None else FullObservation()
         self.observation_shape = self.observe.shape(self.env.observation_shape)
         if network is None:
-            network = ActorCritic(self.env.action_space, tuple(config.hidden_sizes), config.activation)
+            network = ActorCritic(self.env.action_space, tuple(config.hidden_sizes), config.activation,
+                                  compute_dtype(config.matmul_dtype))
         self.network = network
+        self.update_rule = XlaUpdate(self.gradient_step)
+        if config.update_kernel == "fused":
+            self.update_rule = fused_update(self, objective, value_loss)
         if self.network.recurrent and config.num_envs % config.num_minibatches:
             raise ConfigError(f"a recurrent network keeps whole sequences in a minibatch: num-envs={config.num_envs} "
                               f"is not divisible by num-minibatches={config.num_minibatches}")
@@ -147,7 +152,8 @@ class PPO(loop.MinibatchEpochs):
             return (env_state, next_obs, done, memory, obs_stats, reward_stats, key), transition
 
         carry = (state.env_state, state.obs, state.reset, state.carry, state.obs_stats, state.reward_stats, state.key)
-        carry, trajectory = jax.lax.scan(env_step, carry, None, length=self.config.num_steps)
+        carry, trajectory = jax.lax.scan(env_step, carry, None, length=self.config.num_steps,
+                                         unroll=self.config.rollout_unroll)
         env_state, obs, reset, memory, obs_stats, reward_stats, key = carry
         state = state._replace(env_state=env_state, obs=obs, reset=reset, carry=memory, obs_stats=obs_stats,
                                reward_stats=reward_stats, key=key)
@@ -200,10 +206,11 @@ class PPO(loop.MinibatchEpochs):
         sequences [T, N, ...], shuffled along axis 1; any other's is samples [T * N, ...], shuffled along axis 0."""
         cfg = self.config
         sample_axis = 1 if self.network.recurrent else 0
+        rule = self.update_rule
+        batch = rule.prepare(batch)
 
-        def minibatch_step(carry, minibatch):
-            params, opt_state, stats = self.gradient_step(*carry, minibatch, hp, meta_params)
-            return (params, opt_state), stats
+        def minibatch_step(packed, minibatch):
+            return rule.step(packed, minibatch, hp, meta_params)
 
         def minibatches(key):
             """The batch shuffled along `sample_axis` and cut into num_minibatches, minibatch axis first."""
@@ -220,13 +227,14 @@ class PPO(loop.MinibatchEpochs):
             return samples._replace(carry=jax.tree.map(lambda x: split(x, 0), batch.carry))
 
         def epoch(carry, _):
-            params, opt_state, key = carry
+            packed, key = carry
             key, shuffle_key = jax.random.split(key)
-            (params, opt_state), stats = jax.lax.scan(minibatch_step, (params, opt_state), minibatches(shuffle_key))
-            return (params, opt_state, key), stats
+            packed, stats = jax.lax.scan(minibatch_step, packed, minibatches(shuffle_key))
+            return (packed, key), stats
 
-        carry = (state.params, state.opt_state, state.key)
-        (params, opt_state, key), stats = jax.lax.scan(epoch, carry, None, length=cfg.update_epochs)
+        carry = (rule.pack(state.params, state.opt_state), state.key)
+        (packed, key), stats = jax.lax.scan(epoch, carry, None, length=cfg.update_epochs)
+        params, opt_state = rule.unpack(packed, state.params)
         state = state._replace(params=params, opt_state=opt_state, key=key)
         return state, jax.tree.map(jnp.mean, stats)
 
@@ -268,6 +276,37 @@ class PPO(loop.MinibatchEpochs):
         memory is zeroed where `reset` marks an observation that begins an episode. Greedy without a key."""
         carry, pi = self.network.apply(params, carry, self.obs_norm.normalize(obs_stats, raw_obs), reset, method="step")
         return carry, pi.mode() if key is None else pi.sample(key)
+
+
+class XlaUpdate:
+    """The default update rule: XLA's gradient step on (params, opt_state) as they are."""
+
+    def __init__(self, gradient_step):
+        self.gradient_step = gradient_step
+
+    def prepare(self, batch: Batch) -> Batch:
+        return batch
+
+    def pack(self, params, opt_state):
+        return params, opt_state
+
+    def step(self, packed, minibatch: Batch, hp: HyperParams, meta_params):
+        params, opt_state, stats = self.gradient_step(*packed, minibatch, hp, meta_params)
+        return (params, opt_state), stats
+
+    def unpack(self, packed, params_like):
+        return packed
+
+
+def fused_update(ppo: PPO, objective, value_loss) -> FusedUpdate:
+    """`--update-kernel fused`: the whole gradient step as one kernel per agent (kernels/ppo_update.py)."""
+    cfg = ppo.config
+    check_supported(ppo.network, objective, value_loss, ppo.env.action_space)
+    if len(ppo.observation_shape) != 1:
+        raise ConfigError("update-kernel fused needs flat observations")
+    return FusedUpdate(len(cfg.hidden_sizes) + 1, cfg.activation, ppo.env.action_space.num_actions,
+                       ppo.observation_shape[0], lambda hp, count: ppo.learning_rate(hp, count // ppo.steps_per_update),
+                       cfg.normalize_advantages, compute_dtype(cfg.matmul_dtype))
 
 
 def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> jax.Array:

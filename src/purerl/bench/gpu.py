@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from purerl.run import files
-from purerl.bench import harness, report
+from purerl.bench import harness, levers_report, report
 
 TARGET_2048_S = 30.0  # issue 21: 2048 CartPole agents x 500k steps in at most 30 s of steady-state run time
 PUREJAXRL_A100_S = 98.0  # PureJaxRL's published figure for 2048 CartPole agents on one A100 (another GPU)
@@ -89,6 +89,8 @@ def gpu_section(records: list[dict], plots: Path) -> list[str]:
     for record in records:
         if "presets" in record:
             lines += _presets_section(record)
+        if record["task"] == "gpu-levers":
+            lines += levers_report.section(record, gpu["name"])
     return lines
 
 

@@ -154,6 +154,7 @@ def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4, alg
     """Flags shared by train and compare: env, preset, seeds, and the config and hyperparameter fields of
     `algorithms` (default every registered one), each with its default."""
     from purerl.algos import registry
+    from purerl.config import MATMUL_DTYPES, UPDATE_KERNELS
     from purerl.nets.layers import ACTIVATIONS
 
     chosen = [registry.ALGORITHMS[name] for name in algorithms or registry.ALGORITHMS]
@@ -171,6 +172,9 @@ def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4, alg
 
     parser.add_argument("--hidden-sizes", type=integers, metavar="64,64", help=describe("hidden_sizes"))
     parser.add_argument("--activation", choices=list(ACTIVATIONS), help=describe("activation"))
+    if any("update_kernel" in a.config.__dataclass_fields__ for a in chosen):
+        parser.add_argument("--matmul-dtype", choices=list(MATMUL_DTYPES), help=describe("matmul_dtype"))
+        parser.add_argument("--update-kernel", choices=list(UPDATE_KERNELS), help=describe("update_kernel"))
     for name, kind in registry.config_fields(chosen).items():  # the algorithms' configs; train_spec rejects others'
         flag = f"--{name.replace('_', '-')}"
         if kind is bool:

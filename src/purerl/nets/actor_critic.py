@@ -57,12 +57,13 @@ class ActorCritic(FeedForward, nn.Module):
     action_space: ActionSpace
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
+    dtype: object = None  # the matmuls' dtype (`layers.compute_dtype`); weights and outputs stay float32
 
     def setup(self):
         space = self.action_space
         out = space.num_actions if space.discrete else math.prod(space.shape)
-        self.actor = MLP(self.hidden_sizes, self.activation, out, 0.01)
-        self.critic = MLP(self.hidden_sizes, self.activation, 1, 1.0)
+        self.actor = MLP(self.hidden_sizes, self.activation, out, 0.01, self.dtype)
+        self.critic = MLP(self.hidden_sizes, self.activation, 1, 1.0, self.dtype)
         if not space.discrete:
             self.log_std = self.param("log_std", nn.initializers.zeros, (out,))
 

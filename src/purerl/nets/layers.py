@@ -12,8 +12,15 @@ import jax.numpy as jnp
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
 
 
-def dense(features: int, gain: float) -> nn.Dense:
-    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(gain), bias_init=nn.initializers.zeros)
+def dense(features: int, gain: float, dtype=None) -> nn.Dense:
+    """`dtype` is the matmuls' (None: the inputs'); the weights stay float32 either way."""
+    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(gain), bias_init=nn.initializers.zeros,
+                    dtype=dtype)
+
+
+def compute_dtype(name: str):
+    """A config's `matmul_dtype` as flax's `dtype`: None for float32 (flax then adds no casts)."""
+    return None if name == "float32" else jnp.dtype(name)
 
 
 class MLP(nn.Module):
@@ -21,13 +28,15 @@ class MLP(nn.Module):
     activation: str
     out_features: int
     out_gain: float
+    dtype: object = None  # the matmuls' dtype; the output is float32 whatever it is
 
     @nn.compact
     def __call__(self, x):
         act = ACTIVATIONS[self.activation]
         for size in self.hidden_sizes:
-            x = act(dense(size, jnp.sqrt(2.0))(x))
-        return dense(self.out_features, self.out_gain)(x)
+            x = act(dense(size, jnp.sqrt(2.0), self.dtype)(x))
+        out = dense(self.out_features, self.out_gain, self.dtype)(x)
+        return out if self.dtype is None else out.astype(jnp.float32)
 
 
 def init_params(network: nn.Module, key: jax.Array, observation_shape: tuple[int, ...]):

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from purerl.algos.ppo import PPO, RunnerState, Transition
-from purerl.config import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, HyperParams, PPOConfig, check_counts
+from purerl.config import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, HyperParams, PPOConfig, check_counts, recorded
 from purerl.studies.mfos.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
@@ -270,8 +270,8 @@ def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = 
 def run_config(settings: CoinSettings, seeds: list[int], preset: str) -> dict:
     """Everything that fixes a run (config.json); a resumed run must match it."""
     return {"command": "mfos", "game": "coin", "opponent": "ppo", "preset": preset,
-            "settings": dataclasses.asdict(settings), "mfos_ppo": dataclasses.asdict(mfos_config(settings)),
+            "settings": dataclasses.asdict(settings), "mfos_ppo": recorded(mfos_config(settings)),
             "mfos_hyperparams": {k: float(v) for k, v in MFOS_HP._asdict().items()},
-            "opponent_ppo": dataclasses.asdict(opponent_ppo(settings.num_boards).config),
+            "opponent_ppo": recorded(opponent_ppo(settings.num_boards).config),
             "opponent_hyperparams": {k: float(v) for k, v in OPPONENT_HP._asdict().items()},
             "seeds": seeds, "inner_steps": INNER_STEPS, "inner_episodes": INNER_EPISODES}

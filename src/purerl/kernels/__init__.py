@@ -1,0 +1,1 @@
+"""Hand-fused device kernels (Pallas) that replace an XLA computation where it pays on an accelerator."""

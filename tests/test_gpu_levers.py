@@ -1,0 +1,142 @@
+"""PPO's GPU levers (issue 57): the fused Pallas gradient step against XLA's, bf16 matmuls, rollout unrolling,
+their refusals, and the lever benchmark's record and report. On a CPU the kernel runs in Pallas's interpret
+mode; on a GPU the same tests run the compiled Triton kernel."""
+
+import json
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from purerl.algos.objectives import dpo
+from purerl.algos.ppo import make_train
+from purerl.config import ConfigError, HyperParams, PPOConfig, recorded
+from tests.conftest import TINY
+
+CARTPOLE = dict(env="CartPole-v1", num_envs=4, num_steps=32, num_minibatches=1, update_epochs=2,
+                total_timesteps=256)  # one 128-sample chunk per step
+MINATAR = dict(env="Breakout-MinAtar", num_envs=16, num_steps=32, num_minibatches=2, update_epochs=2,
+               activation="relu", total_timesteps=1024)  # 256 samples per minibatch: two chunks, accumulated
+
+
+def one_learn(config: PPOConfig, hp: HyperParams, seed: int = 1):
+    """Parameters, optimiser state and statistics after one update's learning on a fixed rollout."""
+    xla = make_train(config.replace(update_kernel="xla"))
+    state, trajectory = xla.rollout(xla.init(jax.random.PRNGKey(seed), hp), hp)
+    train = make_train(config)
+    return jax.jit(lambda s, t: train.learn_from(s, t, (), hp, None))(state, trajectory), state
+
+
+def relative(a, b, origin) -> float:
+    a, b, origin = (ravel_pytree(x)[0] for x in (a, b, origin))
+    return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(a - origin))
+
+
+@pytest.mark.parametrize("shape", [CARTPOLE, MINATAR], ids=["cartpole-tanh", "minatar-relu-chunks"])
+@pytest.mark.parametrize("max_grad_norm", [0.5, 0.01], ids=["unclipped", "clipped"])
+def test_fused_step_computes_the_xla_step(shape, max_grad_norm):
+    """Same update to float rounding: parameters, Adam moments and counts, and every loss statistic."""
+    hp = HyperParams(lr=1e-3, max_grad_norm=max_grad_norm)
+    (ours, stats), start = one_learn(PPOConfig(**shape, update_kernel="fused"), hp)
+    (theirs, expected), _ = one_learn(PPOConfig(**shape), hp)
+    assert jax.tree.structure(ours.opt_state) == jax.tree.structure(theirs.opt_state)
+    assert relative(ours.params, theirs.params, start.params) < 1e-4
+    adam = lambda s: s.opt_state[1][0]  # noqa: E731
+    assert int(adam(ours).count) == int(adam(theirs).count) == shape["update_epochs"] * shape["num_minibatches"]
+    assert int(ours.opt_state[1][1].count) == int(adam(ours).count)
+    np.testing.assert_allclose(adam(ours).nu, adam(theirs).nu, rtol=1e-3, atol=1e-12)
+    for name, value in expected.items():
+        np.testing.assert_allclose(stats[name], value, rtol=1e-4, atol=1e-7, err_msg=name)
+
+
+def test_fused_bf16_step_is_the_xla_bf16_step_to_bf16_rounding():
+    hp = HyperParams(lr=1e-3)
+    (ours, _), start = one_learn(PPOConfig(**CARTPOLE, update_kernel="fused", matmul_dtype="bfloat16"), hp)
+    (theirs, _), _ = one_learn(PPOConfig(**CARTPOLE, matmul_dtype="bfloat16"), hp)
+    assert jax.tree.leaves(ours.params)[0].dtype == jnp.float32
+    assert relative(ours.params, theirs.params, start.params) < 0.1
+
+
+def test_bf16_matmuls_keep_float32_weights_and_learn():
+    train = make_train(TINY.replace(matmul_dtype="bfloat16"))
+    hp = HyperParams().as_arrays()
+    out = jax.jit(train)(jax.random.PRNGKey(0), hp)
+    assert all(leaf.dtype == jnp.float32 for leaf in jax.tree.leaves(out.state.params))
+    assert "bf16" in jax.jit(train).lower(jax.random.PRNGKey(0), hp).as_text()
+    assert np.all(np.isfinite(out.metrics["value_loss"]))
+
+
+def test_rollout_unrolling_changes_nothing_but_the_program(tiny_jit, hp):
+    key = jax.random.PRNGKey(3)
+    unrolled = jax.jit(make_train(TINY.replace(rollout_unroll=4)))(key, hp)
+    for name, values in tiny_jit(key, hp).metrics.items():
+        np.testing.assert_allclose(unrolled.metrics[name], values, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("shape", [CARTPOLE, MINATAR], ids=["cartpole", "minatar"])
+def test_fused_kernel_lowers_to_triton_for_a_gpu(shape):
+    """Triton's limits (power-of-two blocks, two-array stacks, dots of at least 16) hold for the vmapped run."""
+    train = make_train(PPOConfig(**shape, update_kernel="fused"))
+    train.update_rule.interpret = False
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    text = jax.jit(jax.vmap(lambda k: train(k, HyperParams()))).trace(keys).lower(
+        lowering_platforms=("cuda",)).as_text()
+    assert "ppo_update" in text and "__gpu$xla.gpu.triton" in text
+
+
+@pytest.mark.parametrize("case", ["gru", "continuous", "objective", "dtype", "kernel", "unroll"])
+def test_levers_refuse_what_they_do_not_support(case):
+    from purerl.algos import registry
+
+    with pytest.raises(ConfigError):
+        if case == "gru":
+            registry.build("ppo", PPOConfig(env="MemoryChain-bsuite", update_kernel="fused"), network="gru")
+        elif case == "continuous":
+            make_train(PPOConfig(env="Pendulum-v1", update_kernel="fused"))
+        elif case == "objective":
+            make_train(PPOConfig(update_kernel="fused"), objective=dpo)
+        else:
+            PPOConfig(**{"dtype": {"matmul_dtype": "float16"}, "kernel": {"update_kernel": "triton"},
+                         "unroll": {"rollout_unroll": 0}}[case]).validate()
+
+
+def test_levers_at_their_defaults_are_not_recorded():
+    """Records made before the levers existed still match (mfos coin's config.json, fingerprints)."""
+    assert not {"matmul_dtype", "update_kernel", "rollout_unroll"} & set(recorded(PPOConfig()))
+    assert recorded(PPOConfig(update_kernel="fused"))["update_kernel"] == "fused"
+
+
+@pytest.mark.parametrize("argv", [["--update-kernel", "fused", "--env", "Pendulum-v1"],
+                                  ["--matmul-dtype", "float16"], ["--rollout-unroll", "0"]])
+def test_cli_lever_errors_are_one_line_and_exit_2(argv, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "purerl.cli", "train", *argv, "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
+    from purerl.bench import levers, levers_report
+
+    lines = []
+    levers.measure("cartpole", 2, 512, ["xla", "fused"], matmul_size=64, emit=lambda text, flush: lines.append(text))
+    rows = [json.loads(line)["row"] for line in lines[:-1]]
+    process = json.loads(lines[-1])["process"]
+    assert [r["variant"] for r in rows] == ["xla", "fused", "xla"] and rows[-1]["repeat"]
+    assert not any("error" in r for r in rows)
+    assert rows[0]["final_return"] == pytest.approx(rows[1]["final_return"], rel=1e-3)
+    assert process["flops_per_update"] > 0 and set(process["matmul_flops_per_s"]) == {"float32", "bfloat16"}
+    peer = {"peer": "purejaxrl", "seeds": 2, "total_timesteps": 512, "run_s_all": [2.0, 1.0], "compile_s": 1.0,
+            "final_return": 20.0}
+    record = {"task": "gpu-levers", "targets": {"cartpole": 2.0}, "command": "python -m purerl.bench.levers run",
+              "processes": [{**process, "variants": rows},
+                            {"task": "cartpole", "seeds": 2, "option": "no-triton-gemm", "variants": [],
+                             "error": levers.OUT_OF_TIME}],
+              "purejaxrl": {"cartpole": peer}}
+    text = "\n".join(levers_report.section(record, "test GPU"))
+    assert "| fused | - |" in text and "| PureJaxRL ppo.py | - | 1.0 | 1.00 | 1,024 |" in text
+    assert levers.OUT_OF_TIME in text and "issue 57's target 2.0x" in text
