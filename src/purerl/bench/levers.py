@@ -121,6 +121,29 @@ def measure(task: str, seeds: int, total_timesteps: int, variants: list[str], ma
     emit(json.dumps({"process": out}), flush=True)
 
 
+def check(task: str) -> dict:
+    """The fused step against XLA's on this backend: one update's learning at the task's real shape, one seed."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from purerl.algos.ppo import make_train
+    from purerl.bench.worker import task_config
+
+    config, hp = task_config(task)
+    config = config.replace(total_timesteps=config.batch_size)
+    hp = hp.as_arrays()
+    xla, fused = make_train(config), make_train(config.replace(update_kernel="fused"))
+    state, trajectory = jax.jit(lambda k: xla.rollout(xla.init(k, hp), hp))(jax.random.PRNGKey(0))
+    learned = [jax.jit(lambda s, t, train=train: train.learn_from(s, t, (), hp, None))(state, trajectory)
+               for train in (xla, fused)]
+    flat = [ravel_pytree(s.params)[0] for s in (state, learned[0][0], learned[1][0])]
+    return {"task": task, "backend": jax.default_backend(),
+            "params_relative_error": float(jnp.linalg.norm(flat[1] - flat[2]) / jnp.linalg.norm(flat[1] - flat[0])),
+            "stats_max_relative_error": max(float(jnp.abs(learned[0][1][k] - learned[1][1][k]) /
+                                                  (jnp.abs(learned[0][1][k]) + 1e-12)) for k in learned[0][1])}
+
+
 # ------------------------------------------------------------------ the call
 def run_worker(task: str, size: tuple[int, int], variants: list[str], xla_flags: str, matmul_size: int,
                timeout_s: float) -> dict:
@@ -155,6 +178,17 @@ def run(sizes: dict[str, tuple[int, int]], purejaxrl: Path | None, xla_options: 
     start = time.perf_counter()
     processes, peers = [], {}
     late = lambda: time.perf_counter() - start > budget_s  # noqa: E731
+    checks = {}
+    for task in sizes:
+        progress(f"[{task}] the fused step against XLA's on this backend")
+        env = {**os.environ, "PURERL_NO_COMPILE_CACHE": "1"}
+        try:
+            proc = subprocess.run([sys.executable, "-m", "purerl.bench.levers", "check", "--task", task],
+                                  capture_output=True, text=True, env=env, timeout=timeout_s)
+            checks[task] = (json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else
+                            {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]})
+        except subprocess.TimeoutExpired:
+            checks[task] = {"error": f"stopped at its {timeout_s:.0f} s limit"}
     for task, size in sizes.items():
         progress(f"[{task}] purerl: every lever in one process")
         processes.append(run_worker(task, size, list(VARIANTS), "", matmul_size, timeout_s) if not late() else
@@ -168,7 +202,8 @@ def run(sizes: dict[str, tuple[int, int]], purejaxrl: Path | None, xla_options: 
             processes.append({**(run_worker(task, size, ["xla"], XLA_OPTIONS[name], 0, timeout_s) if not late()
                                  else {"task": task, "seeds": size[0], "variants": [], "error": OUT_OF_TIME}),
                               "option": name})
-    return {"task": "gpu-levers", "processes": processes, "purejaxrl": peers, "machine": harness.machine(),
+    return {"task": "gpu-levers", "processes": processes, "purejaxrl": peers, "fused_check": checks,
+            "machine": harness.machine(),
             "versions": harness.versions(), "targets": TARGETS,
             "command": " ".join(["python -m purerl.bench.levers", *sys.argv[1:]])}
 
@@ -188,6 +223,8 @@ def main() -> None:
     worker.add_argument("--total-timesteps", type=int, required=True)
     worker.add_argument("--variants", required=True)
     worker.add_argument("--matmul-size", type=int, default=0, help="0: no FLOP count and no matmul ceiling")
+    sub.add_parser("check", help="the fused step against XLA's on this backend, print JSON").add_argument(
+        "--task", choices=sorted(TASKS), required=True)
     call = sub.add_parser("run", help="every task, lever and XLA option, and PureJaxRL; add the record")
     call.add_argument("--sizes", default=",".join(f"{t}={n}:{s}" for t, (n, s) in TASKS.items()),
                       help="TASK=AGENTS:STEPS,...")
@@ -199,6 +236,9 @@ def main() -> None:
     call.add_argument("--records", type=Path, default=Path("docs/benchmarks/records.json"))
     call.add_argument("--commit", help="the purerl commit measured (default: this checkout's HEAD)")
     args = parser.parse_args()
+    if args.what == "check":
+        print(json.dumps(check(args.task)))
+        return
     if args.what == "worker":
         variants = args.variants.split(",")
         unknown = [v for v in variants if v not in VARIANTS]

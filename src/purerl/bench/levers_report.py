@@ -33,6 +33,14 @@ def section(record: dict, gpu_name: str) -> list[str]:
              "own ppo.py is timed the same way, at the same width and budget, on the same GPU in the same call. "
              "The FLOP fraction divides the plain program's FLOPs (XLA's cost analysis of its loop-free pieces) "
              "per second of the row by the GPU's 4096x4096 matmul rate in the row's matmul dtype.", ""]
+    checks = record.get("fused_check", {})
+    if checks:
+        cells = [f"{task}: " + (f"could not run ({c['error']})" if c.get("error") else
+                                f"parameters {c['params_relative_error']:.1e}, statistics "
+                                f"{c['stats_max_relative_error']:.1e}") for task, c in checks.items()]
+        lines += ["The fused step against XLA's on this GPU (one update's learning at the task's shape, one seed; "
+                  "relative error of the parameter change, largest relative error of a loss statistic): "
+                  + "; ".join(cells) + ".", ""]
     for task, target in record["targets"].items():
         processes = [p for p in record["processes"] if p["task"] == task]
         if not processes:
