@@ -53,7 +53,7 @@ def test_every_subpackage_says_what_it_holds():
 
 
 # docs/architecture.md's layer table, top to bottom: at module level a layer imports only itself and those above.
-LAYERS = ["config", "stats", "runtime", "envs", "nets", "algos", "run", "publish", "meta", "studies", "bench", "api",
+LAYERS = ["config", "stats", "runtime", "envs", "nets", "kernels", "algos", "run", "publish", "meta", "studies", "bench", "api",
           "cli"]
 RANK = {"config": 0, "stats": 0, **{name: rank for rank, name in enumerate(LAYERS[2:], start=1)}}
 
