@@ -283,9 +283,115 @@ def test_a_run_resumed_across_a_refactor_stays_current_and_across_a_computation_
     refactored = {**earlier, "source_hash": "0" * 16}
     entry = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", argv, 1.0, budget, sessions=[refactored, earlier])
     assert not entry["mixed_sources"] and not entry["dirty"]
-    changed = {**earlier, "fingerprint": "bad"}
+    other = {"hash": "bad", "components": {"program ppo run": "b"}}
+    changed = {**earlier, "fingerprint": "bad", "fingerprint_record": other}
     entry = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", argv, 1.0, budget, sessions=[changed, earlier])
     assert entry["mixed_sources"] and entry["dirty"]
+    assert provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", argv, 1.0, budget, sessions=[
+        {k: v for k, v in changed.items() if k != "fingerprint_record"}, earlier])["mixed_sources"]
     unprinted = {k: v for k, v in refactored.items() if k != "fingerprint"}
     entry = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", argv, 1.0, budget, sessions=[unprinted, earlier])
     assert entry["mixed_sources"]  # no fingerprint then: its source hash differs
+
+
+def last_bits(x: np.ndarray, ulps: int = 3) -> np.ndarray:
+    """x with every float moved a few units in the last place, as another CPU kind's rounding moves it."""
+    out = x.copy()
+    for _ in range(ulps):
+        out = np.nextafter(out, np.where(np.arange(out.size).reshape(out.shape) % 2, np.inf, -np.inf)).astype(x.dtype)
+    return out
+
+
+def test_a_sketch_tells_rounding_from_a_changed_value():
+    rng = np.random.default_rng(0)
+    value = {"loss": rng.normal(size=(40, 7)).astype(np.float32), "steps": np.arange(5), "kind": "mean",
+             "curve": np.where(rng.random(30) < 0.2, np.nan, rng.normal(size=30))}
+    base = fingerprint.sketch(value)
+    assert fingerprint.sketch({"steps": [1, 2], "kind": "x"}) is None  # nothing to round: the hash alone decides
+    rounded = {**value, "loss": last_bits(value["loss"]), "curve": last_bits(value["curve"])}
+    assert fingerprint.value_hash(rounded) != fingerprint.value_hash(value)
+    assert fingerprint.same_within_rounding(base, fingerprint.sketch(rounded))
+    one_changed = value["loss"].copy()
+    one_changed[3, 4] *= 1.1  # one float of 310, by 10%
+    nan_moved = value["curve"].copy()
+    nan_moved[np.flatnonzero(np.isnan(nan_moved))[0]] = 0.0
+    for changed in ({**value, "loss": one_changed}, {**value, "loss": value["loss"] * np.float32(1.001)}, {**value, "steps": np.arange(1, 6)}, {**value, "kind": "iqm"},
+                    {**value, "curve": nan_moved}, {**value, "loss": value["loss"].astype(np.float64)}):
+        assert not fingerprint.same_within_rounding(base, fingerprint.sketch(changed))
+
+
+def test_rounding_in_host_values_is_not_a_change_but_a_real_change_is(tmp_path, monkeypatch):
+    """Another CPU kind rounds host numbers differently in the last bits: the part stays current, with sketches."""
+    values = np.random.default_rng(1).normal(size=100)
+
+    def record(host_values, loss="a"):
+        fp = fingerprint.Fingerprint()
+        fp.add("program ppo run", loss)
+        fp.probe("stats", lambda: {"cells": host_values})
+        return fp.record()
+
+    recorded = record(values)
+    parts = {"CartPole-v1": part_entry(CARTPOLE, recorded)}
+    results = manifest_with(tmp_path, "dpo", parts)
+    for now, stale in ((record(last_bits(values)), False), (record(values * 1.001), True),
+                       (record(last_bits(values), loss="b"), True)):
+        monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False: {
+            p: now for p in wanted})
+        reasons = dict(staleness.stale_parts(results)[STUDIES["dpo"].document])
+        assert ("CartPole-v1" in reasons) == stale, reasons.get("CartPole-v1")
+    assert "host stats changed" in fingerprint.changed(recorded, record(values * 1.001))
+
+
+def test_a_run_resumed_on_another_cpu_kind_is_one_computation(tmp_path, monkeypatch):
+    """Sessions on two CPU kinds: the host floats differ in the last bits, the sketches agree."""
+    import shlex
+
+    from purerl.publish import sessions
+
+    values = np.random.default_rng(2).normal(size=50)
+
+    def record(host_values):
+        fp = fingerprint.Fingerprint()
+        fp.add("program ppo run", "a")
+        fp.probe("stats", lambda: host_values)
+        return fp.record()
+
+    here, there = record(values), record(last_bits(values))
+    monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False:
+                        {p: here for p in wanted})
+    monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 6 + "abcd", False))
+    argv = shlex.split(CARTPOLE.format(runs="/scratch"))[1:]
+    budget = {"env_steps_per_run": 65536, "seeds": list(range(16))}
+    earlier = {**sessions.facts("dpo", "CartPole-v1", argv), "fingerprint": there["hash"], "fingerprint_record": there}
+    entry = provenance.record("dpo", tmp_path / "dpo.md", "CartPole-v1", argv, 1.0, budget,
+                              sessions=[earlier, sessions.facts("dpo", "CartPole-v1", argv)])
+    assert here["hash"] != there["hash"] and not entry["mixed_sources"] and not entry["dirty"]
+
+
+def test_an_unsketched_record_from_another_cpu_kind_says_so():
+    values = np.arange(1.0, 30.0)
+    fp = fingerprint.Fingerprint()
+    fp.probe("stats", lambda: values)
+    now = fp.record()
+    old = {"hash": "0", "components": {"host stats": "0"}}  # made before sketches, on an unrecorded kind
+    assert "unrecorded CPU kind" in fingerprint.unverifiable_rounding(old, now)
+    assert fingerprint.unverifiable_rounding({**old, "components": {"host stats": "0", "program x": "1"}},
+                                             {**now, "components": {**now["components"], "program x": "2"}}) is None
+
+
+def test_mark_gives_sketches_only_to_parts_current_to_the_bit(tmp_path, monkeypatch):
+    values = np.arange(10.0)
+    fp = fingerprint.Fingerprint()
+    fp.probe("stats", lambda: values)
+    now = fp.record()
+    before = {key: now[key] for key in ("hash", "components")}  # a record made before sketches existed
+    other = {"hash": "0", "components": {"host stats": "0"}}
+    results = manifest_with(tmp_path, "dpo", {"CartPole-v1": part_entry(CARTPOLE, before),
+                                              "Acrobot-v1": part_entry(ACROBOT, other)})
+    monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False: {
+        p: now for p in wanted})
+    assert staleness.record_sketches(results) == [f"{STUDIES['dpo'].document}: CartPole-v1"]
+    parts = json.loads((results / "manifest.json").read_text())[STUDIES["dpo"].document]["parts"]
+    assert parts["CartPole-v1"]["fingerprint"] == {**before, "sketches": now["sketches"]}
+    assert "sketches" not in parts["Acrobot-v1"]["fingerprint"]
+    assert staleness.record_sketches(results) == []  # nothing left to give

@@ -88,7 +88,7 @@ def test_fused_kernel_lowers_to_triton_for_a_gpu(shape):
     assert "ppo_update" in text and "__gpu$xla.gpu.triton" in text
 
 
-@pytest.mark.parametrize("case", ["gru", "continuous", "objective", "dtype", "kernel", "unroll"])
+@pytest.mark.parametrize("case", ["gru", "continuous", "objective", "minibatch", "dtype", "kernel", "unroll"])
 def test_levers_refuse_what_they_do_not_support(case):
     from purerl.algos import registry
 
@@ -99,6 +99,8 @@ def test_levers_refuse_what_they_do_not_support(case):
             make_train(PPOConfig(env="Pendulum-v1", update_kernel="fused"))
         elif case == "objective":
             make_train(PPOConfig(update_kernel="fused"), objective=dpo)
+        elif case == "minibatch":  # 96 samples: not a power of two, and Triton's blocks must be
+            make_train(PPOConfig(num_envs=3, num_steps=128, update_kernel="fused"))
         else:
             PPOConfig(**{"dtype": {"matmul_dtype": "float16"}, "kernel": {"update_kernel": "triton"},
                          "unroll": {"rollout_unroll": 0}}[case]).validate()
@@ -110,13 +112,17 @@ def test_levers_at_their_defaults_are_not_recorded():
     assert recorded(PPOConfig(update_kernel="fused"))["update_kernel"] == "fused"
 
 
-@pytest.mark.parametrize("argv", [["--update-kernel", "fused", "--env", "Pendulum-v1"],
-                                  ["--matmul-dtype", "float16"], ["--rollout-unroll", "0"]])
+@pytest.mark.parametrize("argv", [["train", "--update-kernel", "fused", "--env", "Pendulum-v1"],
+                                  ["train", "--matmul-dtype", "float16"], ["train", "--rollout-unroll", "0"],
+                                  ["bench", "--task", "gpu-levers", "--seeds", "8"],
+                                  pytest.param(["bench", "--task", "gpu-levers"], marks=pytest.mark.skipif(
+                                      jax.default_backend() == "gpu", reason="refused only without a GPU"))])
 def test_cli_lever_errors_are_one_line_and_exit_2(argv, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "purerl.cli", "train", *argv, "--out", str(tmp_path / "run")],
-                          capture_output=True, text=True)
+    out = tmp_path / ("run" if argv[0] == "train" else "bench.md")
+    proc = subprocess.run([sys.executable, "-m", "purerl.cli", *argv, "--out", str(out)], capture_output=True,
+                          text=True)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert not (tmp_path / "run").exists()
+    assert not out.exists()
 
 
 def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
@@ -130,6 +136,7 @@ def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
     assert not any("error" in r for r in rows)
     assert rows[0]["final_return"] == pytest.approx(rows[1]["final_return"], rel=1e-3)
     assert process["flops_per_update"] > 0 and set(process["matmul_flops_per_s"]) == {"float32", "bfloat16"}
+    assert process["kernels_per_gradient_step"]["fusions"] > 1
     peer = {"peer": "purejaxrl", "seeds": 2, "total_timesteps": 512, "run_s_all": [2.0, 1.0], "compile_s": 1.0,
             "final_return": 20.0}
     record = {"task": "gpu-levers", "targets": {"cartpole": 2.0}, "command": "python -m purerl.bench.levers run",
@@ -139,5 +146,5 @@ def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
               "purejaxrl": {"cartpole": peer},
               "fused_check": {"cartpole": {"params_relative_error": 1e-6, "stats_max_relative_error": 2e-7}}}
     text = "\n".join(levers_report.section(record, "test GPU"))
-    assert "| fused | - |" in text and "| PureJaxRL ppo.py | - | 1.0 | 1.00 | 1,024 |" in text
+    assert "XLA's plain gradient step launches" in text and "| fused | - |" in text and "| PureJaxRL ppo.py | - | 1.0 | 1.00 | 1,024 |" in text
     assert levers.OUT_OF_TIME in text and "issue 57's target 2.0x" in text and "cartpole: parameters 1.0e-06" in text

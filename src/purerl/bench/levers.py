@@ -5,7 +5,9 @@ compiles and times every variant of a task in turn; XLA's GPU options act on a w
 plain variant in a process of its own. Then PureJaxRL's ppo.py runs at the same width and budget in this
 Python. The record goes to `docs/benchmarks/records.json`, and `python -m purerl.bench.gpu report` renders it.
 
-    python -m purerl.bench.levers run --purejaxrl CHECKOUT   # on a GPU, about 6 minutes
+    purerl bench --task gpu-levers --purejaxrl CHECKOUT      # on a GPU, about 6 minutes: adds the record and
+                                                             # rewrites docs/benchmarks.md
+    python -m purerl.bench.levers run --sizes cartpole=8:4096  # any machine, any size: the record alone
 """
 
 from __future__ import annotations
@@ -69,6 +71,32 @@ def update_flops(train, config, key, hp) -> float:
     return step * config.num_steps + advantages + gradient * config.update_epochs * config.num_minibatches
 
 
+def kernels_per_gradient_step(train, config, keys, hps) -> dict:
+    """How many kernels XLA launches for one vmapped gradient step on this backend: the fusions and library calls
+    (GEMMs) of its optimised entry computation; what a fused step would collapse into one."""
+    import re
+
+    import jax
+
+    from purerl.algos.ppo import Batch
+
+    hp = jax.tree.map(lambda x: x[0], hps)
+    state = jax.eval_shape(train.init, keys[0], hp)
+    _, trajectory = jax.eval_shape(lambda k, h: train.rollout(train.init(k, h), h), keys[0], hp)
+    sample = lambda x: jax.ShapeDtypeStruct((config.minibatch_size,) + x.shape[2:], x.dtype)  # noqa: E731
+    minibatch = Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),
+                      *(sample(trajectory.log_prob) for _ in range(4)))
+    batched = lambda tree: jax.tree.map(  # noqa: E731
+        lambda x: jax.ShapeDtypeStruct((keys.shape[0],) + x.shape, x.dtype), tree)
+    step = jax.vmap(lambda p, o, b, h: train.gradient_step(p, o, b, h, None)[:2])
+    text = jax.jit(step).lower(batched(state.params), batched(state.opt_state), batched(minibatch),
+                               hps).compile().as_text()
+    entry = text[text.index("ENTRY"):]
+    return {"fusions": len(re.findall(r"= \S+ fusion\(", entry)),
+            "library_calls": len(re.findall(r"custom-call\(", entry)),
+            "unfused_dots": len(re.findall(r"= \S+ dot\(", entry))}
+
+
 def measure(task: str, seeds: int, total_timesteps: int, variants: list[str], matmul_size: int = 0, emit=print):
     """Compile each variant and time two runs (the second is the steady state), then the first variant once more
     (the drift over the process). Each variant's row is emitted as it is done: a process stopped at its time
@@ -118,6 +146,7 @@ def measure(task: str, seeds: int, total_timesteps: int, variants: list[str], ma
         out["flops_per_update"] = update_flops(registry.build("ppo", base), base, members.keys()[0],
                                                jax.tree.map(lambda x: x[0], members.hyperparams.as_arrays())) * seeds
         out["matmul_flops_per_s"] = {dtype: matmul_rate(dtype, matmul_size) for dtype in ("float32", "bfloat16")}
+        out["kernels_per_gradient_step"] = kernels_per_gradient_step(registry.build("ppo", base), base, keys, hps)
     emit(json.dumps({"process": out}), flush=True)
 
 

@@ -53,6 +53,11 @@ def section(record: dict, gpu_name: str) -> list[str]:
         if ceilings:
             lines += ["Matmul ceilings in this process: " + ", ".join(f"{dtype} {rate / 1e12:.1f} TFLOP/s"
                                                                       for dtype, rate in ceilings.items()) + ".", ""]
+        kernels = main.get("kernels_per_gradient_step")
+        if kernels:
+            lines += [f"XLA's plain gradient step launches {sum(kernels.values())} kernels here ("
+                      + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in kernels.items())
+                      + "); the fused step is one.", ""]
         lines += ["| variant | XLA options | compile s | run s | env steps/s | vs plain | vs PureJaxRL | "
                   "FLOP fraction | final return |", "|---|---|---|---|---|---|---|---|---|"]
         plain = next((_rate(r) for r in main.get("variants", []) if r["variant"] == "xla" and not r["repeat"]), None)

@@ -20,11 +20,12 @@ def add_bench(sub) -> None:
     from purerl.algos import registry
 
     bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
-    bench.add_argument("--task", choices=[*registry.bench_tasks(), "all", "evolve"],
+    bench.add_argument("--task", choices=[*registry.bench_tasks(), "all", "evolve", "gpu-levers"],
                        default="cartpole",
                        help="cartpole and minatar: PPO; dqn, pqn: those on CartPole; sac, td3: those on Pendulum-v1 "
                             "(not in all: about 3 h on 2 cores); evolve: meta-evolution throughput "
-                            "(value-loss study; --preset cpu, or gpu for paper)")
+                            "(value-loss study; --preset cpu, or gpu for paper); gpu-levers: on a GPU, PPO's levers "
+                            "beside PureJaxRL in about 6 minutes (bench/levers.py)")
     bench.add_argument("--preset", choices=["cpu", "gpu"], default="cpu", help="widths per task (gpu: up to 2048)")
     bench.add_argument("--seeds", help="comma-separated widths, overriding the preset (e.g. 1,8,64)")
     bench.add_argument("--repeats", type=integer, default=3,
@@ -49,7 +50,8 @@ def add_results(sub) -> None:
                       "these studies (all when none is named), one per line")
     results.add_argument("--mark", action="store_true", help="with --check: write each stale part's notice into its "
                          "document (at the top and beside the part) and the manifest, and clear the notices of "
-                         "current parts")
+                         "current parts; a part current to the bit whose record predates sketches gains them (its "
+                         "host values up to float rounding, so that other CPU kinds can check it)")
     results.add_argument("--no-cache", action="store_true", help="with --check: recompute every fingerprint (and "
                          "cache the results)")
     results.add_argument("--runs-dir", default="runs/reproduce", help="scratch folder for --commands' run directories")
@@ -75,7 +77,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from purerl.publish import provenance
     from purerl.bench import gpu, harness, peers
 
-    tasks = {"all": ["cartpole", "minatar", "dqn", "pqn"], "evolve": []}.get(args.task, [args.task])
+    tasks = {"all": ["cartpole", "minatar", "dqn", "pqn"], "evolve": [], "gpu-levers": []}.get(args.task, [args.task])
     names = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
     if args.purejaxrl is not None:
         if not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
@@ -93,6 +95,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     too_wide = [w for w in custom or () if w > MAX_MEMBERS]
     if too_wide:
         raise ConfigError(f"--seeds must be at most {MAX_MEMBERS:,} agents a width, got {too_wide[0]:,}")
+    if args.task == "gpu-levers":
+        ignored = [flag for flag, value in (("--seeds", args.seeds), ("--devices", args.devices), ("--cores", args.cores),
+                                             ("--total-timesteps", args.total_timesteps)) if value is not None]
+        if ignored:
+            raise ConfigError(f"{ignored[0]} does not apply to --task gpu-levers (bench/levers.py fixes its sizes)")
+        if harness.gpu_count() == 0:
+            raise ConfigError("--task gpu-levers measures GPU levers: this machine has no GPU")
     if args.task == "evolve":
         ignored = [flag for flag, value in (("--seeds", args.seeds), ("--devices", args.devices),
                                              ("--total-timesteps", args.total_timesteps)) if value is not None]
@@ -112,6 +121,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     records = []
     if args.task == "evolve":
         records.append(harness.bench_evolve(args.preset, args.repeats))
+    if args.task == "gpu-levers":
+        from purerl.bench import levers
+
+        records.append(levers.run(levers.TASKS, args.purejaxrl, list(levers.XLA_OPTIONS), timeout_s=150,
+                                  budget_s=330))
     for task in tasks:
         if device_counts:
             widths = custom or [8, 64]
@@ -122,9 +136,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                      purejaxrl=args.purejaxrl))
     command = "purerl bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "purerl bench"
     commit, dirty = provenance.git_state()
+    copied = os.environ.get("PURERL_SOURCE_COMMIT") if commit is None else None
     for record in records:
         record["command"] = command
-        record["commit"] = f"{(commit or '?')[:10]}{' with uncommitted changes' if dirty else ''}"
+        record["commit"] = (f"{copied[:10]} (a copy of that commit's tree without its history, as named by "
+                            "PURERL_SOURCE_COMMIT)" if copied else
+                            f"{(commit or '?')[:10]}{' with uncommitted changes' if dirty else ''}")
         if args.cores is not None:
             record["cores"] = args.cores
     records_path = args.out.parent / "benchmarks" / "records.json"
@@ -157,6 +174,8 @@ def cmd_results(args: argparse.Namespace) -> int:
     if args.mark:
         for marked_path in staleness.mark(results_dir, stale):
             print(f"marked {marked_path}")
+        for part in staleness.record_sketches(results_dir):
+            print(f"sketches recorded for {part} (current to the bit here)")
     print((f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
            f"all {len(provenance.STUDIES)} documents current") + f" ({time.perf_counter() - started:.0f} s)")
     return 1 if stale else 0

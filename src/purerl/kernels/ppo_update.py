@@ -28,7 +28,7 @@ from optax import EmptyState, ScaleByAdamState, ScaleByScheduleState
 
 from purerl.config import ConfigError
 
-B1, B2, EPS = 0.9, 0.999, 1e-5  # optax.adam's moments, and PPO's eps (CleanRL)
+B1, B2 = 0.9, 0.999  # optax.adam's moment decays
 CHUNK = 128  # samples per pass through the networks inside the kernel: registers, not device memory
 NEG = -1e30  # logit of a padded action: probability 0, and 0 * NEG stays finite in the entropy
 
@@ -47,28 +47,35 @@ def _padded(n: int) -> int:
     return max(16, 1 << (int(n) - 1).bit_length())
 
 
-def check_supported(network, objective, value_loss, action_space) -> None:
-    """The fused step implements one network and one loss; anything else is one ConfigError line."""
+def check_supported(network, objective, value_loss, action_space, observation_shape, minibatch_size: int) -> None:
+    """The fused step implements one network and one loss, on minibatches it can cut into power-of-two chunks;
+    anything else is one ConfigError line."""
     from purerl.algos.objectives import clipped_l2, ppo_clip
     from purerl.nets.actor_critic import ActorCritic
 
-    if not isinstance(network, ActorCritic) or not action_space.discrete:
-        raise ConfigError("update-kernel fused supports the feed-forward actor-critic with discrete actions only")
+    if not isinstance(network, ActorCritic) or not action_space.discrete or len(observation_shape) != 1:
+        raise ConfigError("update-kernel fused supports the feed-forward actor-critic on flat observations with "
+                          "discrete actions only")
     if objective is not ppo_clip or value_loss is not clipped_l2:
         raise ConfigError("update-kernel fused supports PPO's clipped objective and clipped L2 value loss only")
+    size = minibatch_size
+    if size < 16 or (size <= CHUNK and size & (size - 1)) or (size > CHUNK and size % CHUNK):
+        raise ConfigError(f"update-kernel fused needs minibatches of a power of two from 16 to {CHUNK} samples, or a "
+                          f"multiple of {CHUNK}; got {size}")
 
 
 class FusedUpdate:
     """pack -> step x epochs x minibatches -> unpack, in place of PPO's XLA gradient step."""
 
     def __init__(self, num_layers: int, activation: str, num_actions: int, obs_dim: int, learning_rate,
-                 normalize_advantages: bool, dtype=None):
+                 normalize_advantages: bool, adam_eps: float, dtype=None):
         self.num_layers = num_layers  # dense layers per network, the head included
         self.activation = activation
         self.num_actions = num_actions
         self.obs_pad = _padded(obs_dim)
         self.learning_rate = learning_rate  # (hp, count) -> the learning rate of the step after `count` steps
         self.normalize_advantages = normalize_advantages
+        self.adam_eps = adam_eps
         self.dtype = dtype  # the matmuls' operand dtype (None: float32); accumulation is float32
         self.interpret = jax.default_backend() == "cpu"
 
@@ -113,7 +120,7 @@ class FusedUpdate:
         t = packed.count + 1
         scalars = jnp.stack([self.learning_rate(hp, packed.count), 1.0 - B1 ** t.astype(jnp.float32),
                              1.0 - B2 ** t.astype(jnp.float32), hp.clip_eps, hp.vf_coef, hp.ent_coef,
-                             hp.max_grad_norm, 0.0]).astype(jnp.float32)
+                             hp.max_grad_norm, self.adam_eps]).astype(jnp.float32)
         data = (minibatch.obs, minibatch.action.astype(jnp.int32), minibatch.log_prob, minibatch.value, advantage,
                 minibatch.target)
         params, mu, nu, stats = self._call(scalars, data, packed)
@@ -156,7 +163,7 @@ def _kernel(scalar_ref, obs_ref, action_ref, log_prob_ref, value_ref, advantage_
     p_in, m_in, v_in = refs[:n], refs[n:2 * n], refs[2 * n:3 * n]
     p_out, m_out, v_out, grad_ref, stats_ref = refs[3 * n:4 * n], refs[4 * n:5 * n], refs[5 * n:6 * n], \
         refs[6 * n:7 * n], refs[7 * n]
-    lr, bias1, bias2, clip_eps, vf_coef, ent_coef, max_norm = (scalar_ref[i] for i in range(7))
+    lr, bias1, bias2, clip_eps, vf_coef, ent_coef, max_norm, eps = (scalar_ref[i] for i in range(8))
     chunk = min(CHUNK, samples)
     actor, critic = p_in[:2 * num_layers], p_in[2 * num_layers:]
     act = jnp.tanh if activation == "tanh" else (lambda z: jnp.maximum(z, 0.0))
@@ -254,7 +261,7 @@ def _kernel(scalar_ref, obs_ref, action_ref, log_prob_ref, value_ref, advantage_
         grad = jnp.where(norm < max_norm, g[...], g[...] / norm * max_norm)
         mu = B1 * m[...] + (1.0 - B1) * grad
         nu = B2 * v[...] + (1.0 - B2) * (grad * grad)
-        update = (mu / bias1) / (jnp.sqrt(nu / bias2) + EPS)
+        update = (mu / bias1) / (jnp.sqrt(nu / bias2) + eps)
         po[...] = p[...] + (-lr) * update
         mo[...] = mu
         vo[...] = nu

@@ -166,9 +166,14 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
 
 def _other_computation(session: dict, current_source: str, fingerprint: dict | None) -> bool:
     """Whether an earlier session of a resumed run ran another computation than this one: by fingerprint where
-    both have one, by source hash otherwise."""
+    both have one (up to float rounding in host values, where the session kept its record), by source hash
+    otherwise."""
     if fingerprint is not None and "fingerprint" in session:
-        return session["fingerprint"] != fingerprint["hash"]
+        if session["fingerprint"] == fingerprint["hash"]:
+            return False
+        from purerl.publish.fingerprint import changed
+
+        return "fingerprint_record" not in session or bool(changed(session["fingerprint_record"], fingerprint))
     return session["source_hash"] != current_source
 
 
@@ -203,6 +208,13 @@ def forget(report: Path, part: str) -> None:
     if part in parts:
         del parts[part]
         write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def add_sketches(report: Path, part: str, sketches: dict) -> None:
+    """A part's fingerprint, current to the bit, gains its host values' sketches (nothing else changes)."""
+    manifest = read_manifest(report.parent)
+    manifest[report.name]["parts"][part]["fingerprint"]["sketches"] = sketches
+    write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
 def read_manifest(results_dir: Path) -> dict:

@@ -19,15 +19,16 @@ SESSIONS = "sessions.json"  # a resumable study command's list of the sessions t
 
 
 def facts(study_name: str, part: str | None = None, argv: list[str] | None = None) -> dict:
-    """This session's commit, source hash and tree state, and the fingerprint hash of PART's computation where
-    ARGV is the command the registry lists for it (a lowering, seconds to a minute, once per session)."""
+    """This session's commit, source hash and tree state, and the fingerprint of PART's computation where ARGV
+    is the command the registry lists for it (a lowering, seconds to a minute, once per session): its hash, and
+    its record, whose sketches tell another CPU kind's rounding from another computation."""
     study = provenance.STUDIES[study_name]
     commit, dirty = provenance.git_state()
     record = {"commit": commit, "source_hash": provenance.source_hash(study), "dirty": dirty,
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     found = (provenance.fingerprint_of(study, part, provenance.command_line(argv), cache=True)
              if part is not None and argv is not None else None)
-    return {**record, "fingerprint": found["hash"]} if found else record
+    return {**record, "fingerprint": found["hash"], "fingerprint_record": found} if found else record
 
 
 def add(folder: Path, study_name: str, resume: bool, part: str | None = None,

@@ -116,9 +116,11 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
                         if part["source_hash"] != source:
                             why = (f"source changed since {str(part['commit'])[:10]} (by source hash: its fingerprint "
                                    f"cannot be computed here, {now})" + _changed_files(study, part))
-                    elif now["hash"] != part["fingerprint"]["hash"]:
+                    elif now["hash"] != part["fingerprint"]["hash"] and fingerprint.changed(part["fingerprint"], now):
                         why = (f"computation changed since {str(part['commit'])[:10]}: "
                                + ", ".join(fingerprint.changed(part["fingerprint"], now)))
+                        rounding = fingerprint.unverifiable_rounding(part["fingerprint"], now)
+                        why += f" ({rounding})" if rounding else ""
                 else:
                     source = source or provenance.source_hash(study)
                     if part["source_hash"] != source:
@@ -129,6 +131,29 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
         if reasons:
             stale[study.document] = reasons
     return stale
+
+
+def record_sketches(results_dir: Path = provenance.RESULTS_DIR) -> list[str]:
+    """Give each part whose fingerprint matches to the bit, but whose record predates sketches, its sketches, so
+    that a check on another CPU kind can tell rounding from change. Returns the parts given them."""
+    from purerl.publish import fingerprint
+
+    wanted = []
+    for study in provenance.STUDIES.values():
+        entries = provenance.read_manifest(Path(results_dir)).get(study.document)
+        for part, entry in (entries or {}).get("parts", {}).items():
+            if "fingerprint" in entry and "sketches" not in entry["fingerprint"] and part in study.parts:
+                wanted.append((study.name, part))
+    current = fingerprint.many(wanted, cache=True) if wanted else {}
+    done = []
+    for (name, part), now in current.items():
+        document = provenance.STUDIES[name].document
+        path = Path(results_dir) / document
+        recorded = provenance.read_manifest(path.parent)[path.name]["parts"][part]["fingerprint"]
+        if isinstance(now, dict) and now["hash"] == recorded["hash"] and now.get("sketches"):
+            provenance.add_sketches(path, part, now["sketches"])
+            done.append(f"{document}: {part}")
+    return done
 
 
 def _plainly_current(study: Study, part: dict) -> bool:

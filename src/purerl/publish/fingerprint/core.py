@@ -57,6 +57,58 @@ def value_hash(obj) -> str:
     return digest(json.dumps(_plain(obj), sort_keys=True))
 
 
+# A host value's floats may differ in their last bits from one CPU kind to another (XLA compiles for the host's
+# instruction set). A sketch keeps what is exact (structure, shapes, integers, where NaNs are) as a hash, and the
+# floats as their norm and a few fixed random projections: rounding moves these by about the floats' relative
+# error times the norm, a changed computation by far more.
+SKETCH_PROJECTIONS = 4
+SKETCH_RTOL = 1e-5  # of the norm: float32 rounding moves a sketch by about 1e-7 of it, a 0.1% change by 1e-3
+
+
+def sketch(obj) -> dict | None:
+    """`{"exact": hash, "numbers": [norm, projections...]}` of a value with floats, or None without any."""
+    floats: list[np.ndarray] = []
+
+    def split(x):
+        if isinstance(x, dict):
+            return {str(k): split(v) for k, v in sorted(x.items(), key=lambda kv: str(kv[0]))}
+        if isinstance(x, (list, tuple)):
+            return [split(v) for v in x]
+        array = np.asarray(x) if isinstance(x, (float, np.floating, np.ndarray)) or hasattr(x, "__array__") else None
+        if array is not None and array.dtype.kind == "f":
+            flat = array.astype(np.float64).ravel()
+            finite = np.isfinite(flat)
+            floats.append(np.where(finite, flat, 0.0))
+            return {"float": str(array.dtype), "shape": list(array.shape),  # where NaNs and infinities are, exactly
+                    "not_finite": [[int(i), repr(flat[i])] for i in np.flatnonzero(~finite)]}
+        if array is not None and array.dtype != object and not isinstance(x, (bool, int, str)):
+            return _plain(array)
+        if hasattr(x, "_asdict"):
+            return split(x._asdict())
+        if hasattr(x, "__dataclass_fields__"):
+            import dataclasses
+
+            return split(dataclasses.asdict(x))
+        return _plain(x)
+
+    structure = split(obj)
+    if not floats:
+        return None
+    values = np.concatenate(floats)
+    rng = np.random.default_rng(0)
+    projections = [float(rng.choice([-1.0, 1.0], values.size) @ values) for _ in range(SKETCH_PROJECTIONS)]
+    return {"exact": digest(json.dumps(structure, sort_keys=True)),
+            "numbers": [float(np.linalg.norm(values)), *projections], "count": int(values.size)}
+
+
+def same_within_rounding(recorded: dict | None, current: dict | None) -> bool:
+    """Two sketches of one value, equal up to float rounding of every float."""
+    if not recorded or not current or recorded["exact"] != current["exact"]:
+        return False
+    scale = SKETCH_RTOL * max(abs(recorded["numbers"][0]), abs(current["numbers"][0])) + 1e-30
+    return all(abs(a - b) <= scale for a, b in zip(recorded["numbers"], current["numbers"]))
+
+
 _INFO = re.compile(r'jax\.(?:result|arg)_info = "(?:[^"\\]|\\.)*"(?:, )?')
 _DEFINED = re.compile(r"(?:module |func\.func (?:public |private )?)@([\w.$-]+)")
 _SYMBOL = re.compile(r"@([\w.$-]+)")
@@ -105,6 +157,7 @@ class Fingerprint:
 
     def __init__(self):
         self.components: dict[str, str] = {}
+        self.sketches: dict[str, dict] = {}  # host values and inputs with floats: compared up to rounding
 
     def add(self, name: str, value: str) -> None:
         if name in self.components and self.components[name] != value:
@@ -118,10 +171,16 @@ class Fingerprint:
         return out
 
     def probe(self, name: str, fn: Callable, *args, **kwargs) -> None:
-        self.add(f"host {name}", value_hash(fn(*args, **kwargs)))
+        self._value(f"host {name}", fn(*args, **kwargs))
 
     def input(self, name: str, value) -> None:
-        self.add(f"input {name}", value_hash(value))
+        self._value(f"input {name}", value)
+
+    def _value(self, name: str, value) -> None:
+        self.add(name, value_hash(value))
+        found = sketch(value)
+        if found:
+            self.sketches[name] = found
 
     def files(self, name: str, paths: list[Path]) -> None:
         """Committed files a command reads: their bytes, by name relative to the repository."""
@@ -137,7 +196,11 @@ class Fingerprint:
         return value_hash(self.components)
 
     def record(self) -> dict:
-        return {"hash": self.hash, "components": dict(sorted(self.components.items()))}
+        """The hash and components, the sketches of host values, and the CPU kind that computed them."""
+        from purerl.runtime import hostinfo
+
+        record = {"hash": self.hash, "components": dict(sorted(self.components.items())), "cpu": hostinfo.cpu()}
+        return record | ({"sketches": dict(sorted(self.sketches.items()))} if self.sketches else {})
 
 
 def _relative(path: Path) -> str:
@@ -145,10 +208,32 @@ def _relative(path: Path) -> str:
     return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.as_posix()
 
 
-def changed(recorded: dict, current: dict) -> list[str]:
-    """The components that differ between two fingerprint records, in words."""
+def rounding_only(recorded: dict, current: dict) -> list[str]:
+    """The components whose hashes differ but whose values agree up to float rounding (another CPU kind)."""
     old, new = recorded.get("components", {}), current.get("components", {})
-    words = [f"{name} changed" for name in sorted(old.keys() & new.keys()) if old[name] != new[name]]
+    return [name for name in sorted(old.keys() & new.keys()) if old[name] != new[name]
+            and same_within_rounding(recorded.get("sketches", {}).get(name), current.get("sketches", {}).get(name))]
+
+
+def unverifiable_rounding(recorded: dict, current: dict) -> str | None:
+    """Why a change may be rounding only, where only floats differ but the record has no sketches to tell:
+    the CPU kind it was made on, when that is not this one (or unknown)."""
+    words = changed(recorded, current)
+    floats_only = all(w.endswith(" changed") and w[:-len(" changed")] in current.get("sketches", {})
+                      and w[:-len(" changed")] not in recorded.get("sketches", {}) for w in words)
+    made_on = recorded.get("cpu")
+    if not words or not floats_only or made_on == current.get("cpu"):
+        return None
+    return (f"only host floats differ, and the record, made on {made_on or 'an unrecorded CPU kind'}, has no "
+            "sketches to tell rounding from change: `purerl results --check --mark` on that kind records them")
+
+
+def changed(recorded: dict, current: dict) -> list[str]:
+    """The components that differ between two fingerprint records beyond float rounding, in words."""
+    old, new = recorded.get("components", {}), current.get("components", {})
+    rounding = set(rounding_only(recorded, current))
+    words = [f"{name} changed" for name in sorted(old.keys() & new.keys())
+             if old[name] != new[name] and name not in rounding]
     words += [f"{name} new" for name in sorted(new.keys() - old.keys())]
     words += [f"{name} gone" for name in sorted(old.keys() - new.keys())]
     return words
