@@ -7,3 +7,4 @@ peer=()
 if [ -n "${PUREJAXRL:-}" ]; then peer=(--purejaxrl "$PUREJAXRL"); fi
 "${PURERL:-purerl}" bench --task all --preset gpu --peers "${PEERS:-none}" --repeats 1 ${peer[@]+"${peer[@]}"} "$@"
 "${PYTHON:-python3}" -m purerl.bench.gpu paper-presets
+"${PURERL:-purerl}" bench --task gpu-levers ${peer[@]+"${peer[@]}"}
