@@ -148,3 +148,16 @@ def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
     text = "\n".join(levers_report.section(record, "test GPU"))
     assert "XLA's plain gradient step launches" in text and "| fused | - |" in text and "| PureJaxRL ppo.py | - | 1.0 | 1.00 | 1,024 |" in text
     assert levers.OUT_OF_TIME in text and "issue 57's target 2.0x" in text and "cartpole: parameters 1.0e-06" in text
+
+
+def test_a_copied_tree_names_its_commit_only_when_it_has_no_history(monkeypatch):
+    from purerl.cli import tools
+    from purerl.publish import provenance
+
+    monkeypatch.setenv("PURERL_SOURCE_COMMIT", "abcdef1234567")
+    monkeypatch.setattr(provenance, "git_state", lambda: (None, True))
+    assert tools.measured_commit().startswith("abcdef1234 (a copy of that commit's tree")
+    monkeypatch.setattr(provenance, "git_state", lambda: ("0123456789ab", False))
+    assert tools.measured_commit() == "0123456789"  # a checkout's own HEAD wins
+    monkeypatch.setattr(provenance, "git_state", lambda: ("0123456789ab", True))
+    assert tools.measured_commit() == "0123456789 with uncommitted changes"

@@ -73,8 +73,19 @@ def _check_bench_out(out: Path) -> None:
                           "beside it)")
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
+def measured_commit() -> str:
+    """The commit a benchmark record names: HEAD, or, in a copy of a tree without its git history (a lent GPU
+    machine), the commit PURERL_SOURCE_COMMIT names, said as such."""
     from purerl.publish import provenance
+
+    commit, dirty = provenance.git_state()
+    copied = os.environ.get("PURERL_SOURCE_COMMIT") if commit is None else None
+    if copied:
+        return f"{copied[:10]} (a copy of that commit's tree without its history, as named by PURERL_SOURCE_COMMIT)"
+    return f"{(commit or '?')[:10]}{' with uncommitted changes' if dirty else ''}"
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
     from purerl.bench import gpu, harness, peers
 
     tasks = {"all": ["cartpole", "minatar", "dqn", "pqn"], "evolve": [], "gpu-levers": []}.get(args.task, [args.task])
@@ -135,13 +146,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         records.append(harness.bench(task, widths, args.repeats, names, args.total_timesteps,
                                      purejaxrl=args.purejaxrl))
     command = "purerl bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "purerl bench"
-    commit, dirty = provenance.git_state()
-    copied = os.environ.get("PURERL_SOURCE_COMMIT") if commit is None else None
+    measured = measured_commit()
     for record in records:
         record["command"] = command
-        record["commit"] = (f"{copied[:10]} (a copy of that commit's tree without its history, as named by "
-                            "PURERL_SOURCE_COMMIT)" if copied else
-                            f"{(commit or '?')[:10]}{' with uncommitted changes' if dirty else ''}")
+        record["commit"] = measured
         if args.cores is not None:
             record["cores"] = args.cores
     records_path = args.out.parent / "benchmarks" / "records.json"
