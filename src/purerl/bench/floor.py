@@ -60,34 +60,48 @@ def summary(flops_per_member: float, parts: dict, members: int, devices: int, nu
     }
 
 
-def ppo(train, keys, hps, config, devices: int, run_s: float) -> dict:
-    """PPO's pieces: one rollout step of every env (x `num_steps`), the advantages, one gradient step on a
-    minibatch (x epochs x minibatches). Acting is a rollout timed alone; learning is an update minus it."""
+def ppo_minibatch(train, config, key, hp):
+    """(state, trajectory, minibatch) of one member as shapes: what one gradient step takes."""
     import jax
 
-    from purerl.algos.ppo import Batch, make_train
+    from purerl.algos.ppo import Batch
 
-    hp = jax.tree.map(lambda x: x[0], hps)
-    one_step = make_train(config.replace(num_steps=1, total_timesteps=config.num_envs, num_minibatches=1))
-    state = jax.jit(one_step.init)(keys[0], hp)
-    step_flops = compiled_flops(lambda s, h: one_step.rollout(s, h)[0].obs, state, hp)
-    _, trajectory = jax.eval_shape(lambda k, h: train.rollout(train.init(k, h), h), keys[0], hp)
-    advantage_flops = compiled_flops(lambda p, t, h: train.advantages(p, t, (), h), state.params, trajectory, hp)
+    state, trajectory = jax.eval_shape(lambda k, h: train.rollout(train.init(k, h), h), key, hp)
     sample = lambda x: jax.ShapeDtypeStruct((config.minibatch_size,) + x.shape[2:], x.dtype)  # noqa: E731
-    minibatch = Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),
-                      *(sample(trajectory.log_prob) for _ in range(4)))
+    return state, trajectory, Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),
+                                    *(sample(trajectory.log_prob) for _ in range(4)))
+
+
+def ppo_update_flops(train, config, key, hp) -> tuple[float, dict]:
+    """One member's FLOPs per update, and its pieces: one rollout step of every env (x `num_steps`), the
+    advantages, one gradient step on a minibatch (x epochs x minibatches)."""
+    import jax
+
+    from purerl.algos.ppo import make_train
+
+    one_step = make_train(config.replace(num_steps=1, total_timesteps=config.num_envs, num_minibatches=1))
+    state = jax.jit(one_step.init)(key, hp)
+    step_flops = compiled_flops(lambda s, h: one_step.rollout(s, h)[0].obs, state, hp)
+    _, trajectory, minibatch = ppo_minibatch(train, config, key, hp)
+    advantage_flops = compiled_flops(lambda p, t, h: train.advantages(p, t, (), h), state.params, trajectory, hp)
     gradient_flops = compiled_flops(lambda p, o, b, h: train.gradient_step(p, o, b, h, None)[:2], state.params,
                                     state.opt_state, minibatch, hp)
     per_update = (step_flops * config.num_steps + advantage_flops
                   + gradient_flops * config.update_epochs * config.num_minibatches)
+    return per_update, {"rollout_step": step_flops, "advantages": advantage_flops, "gradient_step": gradient_flops}
 
+
+def ppo(train, keys, hps, config, devices: int, run_s: float) -> dict:
+    """PPO's pieces (`ppo_update_flops`). Acting is a rollout timed alone; learning is an update minus it."""
+    import jax
+
+    hp = jax.tree.map(lambda x: x[0], hps)
+    per_update, parts = ppo_update_flops(train, config, keys[0], hp)
     states = jax.jit(jax.vmap(train.init))(keys, hps)
     update = jax.jit(jax.vmap(lambda s, h: train.update(0, s, h, None))).lower(states, hps).compile()
     rollout = jax.jit(jax.vmap(lambda s, h: train.rollout(s, h)[0])).lower(states, hps).compile()
     update_s, rollout_s = timed(update, states, hps), timed(rollout, states, hps)
-    return summary(per_update * config.num_updates,
-                   {"rollout_step": step_flops, "advantages": advantage_flops, "gradient_step": gradient_flops},
-                   keys.shape[0], devices, config.num_updates, run_s, config.batch_size * keys.shape[0], rollout_s,
+    return summary(per_update * config.num_updates, parts, keys.shape[0], devices, config.num_updates, run_s, config.batch_size * keys.shape[0], rollout_s,
                    max(update_s - rollout_s, 0.0))
 
 

@@ -51,26 +51,6 @@ def matmul_rate(dtype: str, n: int) -> float:
     return 2 * n**3 / timed(jax.jit(lambda x: x @ x), a, repeats=10)
 
 
-def update_flops(train, config, key, hp) -> float:
-    """One member's FLOPs per update of the plain XLA program, composed from loop-free pieces (floor.ppo)."""
-    import jax
-
-    from purerl.algos.ppo import Batch, make_train
-    from purerl.bench.floor import compiled_flops
-
-    one_step = make_train(config.replace(num_steps=1, total_timesteps=config.num_envs, num_minibatches=1))
-    state = jax.jit(one_step.init)(key, hp)
-    step = compiled_flops(lambda s, h: one_step.rollout(s, h)[0].obs, state, hp)
-    _, trajectory = jax.eval_shape(lambda k, h: train.rollout(train.init(k, h), h), key, hp)
-    advantages = compiled_flops(lambda p, t, h: train.advantages(p, t, (), h), state.params, trajectory, hp)
-    sample = lambda x: jax.ShapeDtypeStruct((config.minibatch_size,) + x.shape[2:], x.dtype)  # noqa: E731
-    minibatch = Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),
-                      *(sample(trajectory.log_prob) for _ in range(4)))
-    gradient = compiled_flops(lambda p, o, b, h: train.gradient_step(p, o, b, h, None)[:2], state.params,
-                              state.opt_state, minibatch, hp)
-    return step * config.num_steps + advantages + gradient * config.update_epochs * config.num_minibatches
-
-
 def kernels_per_gradient_step(train, config, keys, hps) -> dict:
     """How many kernels XLA launches for one vmapped gradient step on this backend: the fusions and library calls
     (GEMMs) of its optimised entry computation; what a fused step would collapse into one."""
@@ -78,14 +58,9 @@ def kernels_per_gradient_step(train, config, keys, hps) -> dict:
 
     import jax
 
-    from purerl.algos.ppo import Batch
+    from purerl.bench.floor import ppo_minibatch
 
-    hp = jax.tree.map(lambda x: x[0], hps)
-    state = jax.eval_shape(train.init, keys[0], hp)
-    _, trajectory = jax.eval_shape(lambda k, h: train.rollout(train.init(k, h), h), keys[0], hp)
-    sample = lambda x: jax.ShapeDtypeStruct((config.minibatch_size,) + x.shape[2:], x.dtype)  # noqa: E731
-    minibatch = Batch((), sample(trajectory.obs), sample(trajectory.reset), sample(trajectory.action),
-                      *(sample(trajectory.log_prob) for _ in range(4)))
+    state, _, minibatch = ppo_minibatch(train, config, keys[0], jax.tree.map(lambda x: x[0], hps))
     batched = lambda tree: jax.tree.map(  # noqa: E731
         lambda x: jax.ShapeDtypeStruct((keys.shape[0],) + x.shape, x.dtype), tree)
     step = jax.vmap(lambda p, o, b, h: train.gradient_step(p, o, b, h, None)[:2])
@@ -104,6 +79,7 @@ def measure(task: str, seeds: int, total_timesteps: int, variants: list[str], ma
     import jax
 
     from purerl.algos import registry
+    from purerl.bench.floor import ppo_update_flops
     from purerl.bench.worker import task_config
     from purerl.run.population import Placement, batched, make_members
     from purerl.run.results import final_returns
@@ -143,8 +119,9 @@ def measure(task: str, seeds: int, total_timesteps: int, variants: list[str], ma
     stats = jax.devices()[0].memory_stats() or {}
     out["device_peak_mb"] = stats.get("peak_bytes_in_use", 0) / 2**20
     if matmul_size:
-        out["flops_per_update"] = update_flops(registry.build("ppo", base), base, members.keys()[0],
-                                               jax.tree.map(lambda x: x[0], members.hyperparams.as_arrays())) * seeds
+        one_hp = jax.tree.map(lambda x: x[0], members.hyperparams.as_arrays())
+        out["flops_per_update"] = ppo_update_flops(registry.build("ppo", base), base, members.keys()[0],
+                                                   one_hp)[0] * seeds
         out["matmul_flops_per_s"] = {dtype: matmul_rate(dtype, matmul_size) for dtype in ("float32", "bfloat16")}
         out["kernels_per_gradient_step"] = kernels_per_gradient_step(registry.build("ppo", base), base, keys, hps)
     emit(json.dumps({"process": out}), flush=True)
