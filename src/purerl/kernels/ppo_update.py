@@ -167,7 +167,8 @@ def _kernel(scalar_ref, obs_ref, action_ref, log_prob_ref, value_ref, advantage_
     chunk = min(CHUNK, samples)
     actor, critic = p_in[:2 * num_layers], p_in[2 * num_layers:]
     act = jnp.tanh if activation == "tanh" else (lambda z: jnp.maximum(z, 0.0))
-    d_act = (lambda z, h: 1.0 - h * h) if activation == "tanh" else (lambda z, h: (z > 0.0).astype(jnp.float32))
+    # the activations' derivatives from their outputs, so that no pre-activation stays live until the backward pass
+    d_act = (lambda h: 1.0 - h * h) if activation == "tanh" else (lambda h: (h > 0.0).astype(jnp.float32))
 
     def dot(a, b):
         if dtype is None:
@@ -175,18 +176,17 @@ def _kernel(scalar_ref, obs_ref, action_ref, log_prob_ref, value_ref, advantage_
         return jnp.dot(a.astype(dtype), b.astype(dtype), preferred_element_type=jnp.float32)
 
     def forward(net, x):
-        zs, hs = [], [x]
+        hs = [x]
         for i in range(num_layers):
             z = dot(hs[-1], net[2 * i][...]) + net[2 * i + 1][...]
-            zs.append(z)
             hs.append(act(z) if i < num_layers - 1 else z)
-        return zs, hs
+        return hs
 
-    def backward(net, zs, hs, d_out):
+    def backward(net, hs, d_out):
         grads, d = [None] * (2 * num_layers), d_out
         for i in reversed(range(num_layers)):
             if i < num_layers - 1:
-                d = d * d_act(zs[i], hs[i + 1])
+                d = d * d_act(hs[i + 1])
             grads[2 * i] = dot(hs[i].T, d)
             grads[2 * i + 1] = jnp.sum(d, axis=0, keepdims=True)
             if i:
@@ -200,7 +200,7 @@ def _kernel(scalar_ref, obs_ref, action_ref, log_prob_ref, value_ref, advantage_
                                                                          target_ref))
         scale = 1.0 / samples  # every loss is a mean over the minibatch
         # actor: log-softmax over the real actions, PPO's clipped objective and the entropy bonus
-        zs, hs = forward(actor, x)
+        hs = forward(actor, x)
         cols = jax.lax.broadcasted_iota(jnp.int32, hs[-1].shape, 1)
         logits = jnp.where(cols < num_actions, hs[-1], NEG)
         shifted = logits - jnp.max(logits, axis=1, keepdims=True)
@@ -221,9 +221,9 @@ def _kernel(scalar_ref, obs_ref, action_ref, log_prob_ref, value_ref, advantage_
         d_log_prob = d_ratio * ratio
         d_logits = (d_log_prob[:, None] * (chosen - probs)
                     + (ent_coef * scale) * probs * (log_probs + entropy[:, None]))
-        actor_grads = backward(actor, zs, hs, d_logits)
+        actor_grads = backward(actor, hs, d_logits)
         # critic: PPO's clipped squared error on column 0 of the padded head
-        zs, hs = forward(critic, x)
+        hs = forward(critic, x)
         cols = jax.lax.broadcasted_iota(jnp.int32, hs[-1].shape, 1)
         value = jnp.sum(jnp.where(cols == 0, hs[-1], 0.0), axis=1)
         moved = value - old_value
@@ -234,7 +234,7 @@ def _kernel(scalar_ref, obs_ref, action_ref, log_prob_ref, value_ref, advantage_
         share = jnp.where(square > clipped_square, 1.0, jnp.where(square == clipped_square, 0.5, 0.0))
         inside = ((moved > -clip_eps) & (moved < clip_eps)).astype(jnp.float32)
         d_value = (vf_coef * scale) * (share * error + (1.0 - share) * clipped_error * inside)
-        critic_grads = backward(critic, zs, hs, jnp.where(cols == 0, d_value[:, None], 0.0))
+        critic_grads = backward(critic, hs, jnp.where(cols == 0, d_value[:, None], 0.0))
         stats = _vector([-jnp.sum(objective), jnp.sum(value_loss), jnp.sum(entropy),
                          jnp.sum((ratio - 1.0) - log_ratio),
                          jnp.sum((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32))], 8)
