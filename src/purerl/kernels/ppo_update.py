@@ -131,6 +131,8 @@ class FusedUpdate:
         n = len(packed.params)
         leaves = [*packed.params, *packed.mu, *packed.nu]
         shapes = [jax.ShapeDtypeStruct(x.shape, jnp.float32) for x in leaves]
+        # params, mu, nu (in place); the gradients, accumulated over chunks in device memory that the kernel's
+        # own program reads back (the L2 cache holds it), then dropped; five loss statistics, padded to 8
         out_shape = [*shapes, *shapes[:n], jax.ShapeDtypeStruct((8,), jnp.float32)]
         first = 1 + len(data)
         kernel = functools.partial(_kernel, num_layers=self.num_layers, activation=self.activation,
