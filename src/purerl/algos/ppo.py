@@ -26,12 +26,12 @@ import optax
 
 from purerl import envs
 from purerl.algos import loop
+from purerl.algos.update_rules import XlaUpdate, fused_update
 from purerl.algos.objectives import FullObservation, clipped_l2, ppo_clip
 from purerl.algos.shuffle import permutation as random_permutation
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.envs.wrappers import IdentityObs, IdentityReward, ObsNormalizer, RewardNormalizer
 from purerl.nets.actor_critic import ActorCritic
-from purerl.kernels.ppo_update import FusedUpdate, check_supported
 from purerl.nets.layers import compute_dtype, init_params
 
 ADAM_EPS = 1e-5  # CleanRL's and PureJaxRL's
@@ -97,7 +97,7 @@ class PPO(loop.MinibatchEpochs):
         self.network = network
         self.update_rule = XlaUpdate(self.gradient_step)
         if config.update_kernel == "fused":
-            self.update_rule = fused_update(self, objective, value_loss)
+            self.update_rule = fused_update(self, objective, value_loss, ADAM_EPS)
         if self.network.recurrent and config.num_envs % config.num_minibatches:
             raise ConfigError(f"a recurrent network keeps whole sequences in a minibatch: num-envs={config.num_envs} "
                               f"is not divisible by num-minibatches={config.num_minibatches}")
@@ -277,36 +277,6 @@ class PPO(loop.MinibatchEpochs):
         memory is zeroed where `reset` marks an observation that begins an episode. Greedy without a key."""
         carry, pi = self.network.apply(params, carry, self.obs_norm.normalize(obs_stats, raw_obs), reset, method="step")
         return carry, pi.mode() if key is None else pi.sample(key)
-
-
-class XlaUpdate:
-    """The default update rule: XLA's gradient step on (params, opt_state) as they are."""
-
-    def __init__(self, gradient_step):
-        self.gradient_step = gradient_step
-
-    def prepare(self, batch: Batch) -> Batch:
-        return batch
-
-    def pack(self, params, opt_state):
-        return params, opt_state
-
-    def step(self, packed, minibatch: Batch, hp: HyperParams, meta_params):
-        params, opt_state, stats = self.gradient_step(*packed, minibatch, hp, meta_params)
-        return (params, opt_state), stats
-
-    def unpack(self, packed, params_like):
-        return packed
-
-
-def fused_update(ppo: PPO, objective, value_loss) -> FusedUpdate:
-    """`--update-kernel fused`: the whole gradient step as one kernel per agent (kernels/ppo_update.py)."""
-    cfg = ppo.config
-    check_supported(ppo.network, objective, value_loss, ppo.env.action_space, ppo.observation_shape,
-                    cfg.minibatch_size)
-    return FusedUpdate(len(cfg.hidden_sizes) + 1, cfg.activation, ppo.env.action_space.num_actions,
-                       ppo.observation_shape[0], lambda hp, count: ppo.learning_rate(hp, count // ppo.steps_per_update),
-                       cfg.normalize_advantages, ADAM_EPS, compute_dtype(cfg.matmul_dtype))
 
 
 def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> jax.Array:

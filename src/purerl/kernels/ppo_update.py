@@ -8,7 +8,7 @@ and `vmap` over agents becomes the kernel's grid: one program per agent.
 
 It computes what `PPO.gradient_step` computes for the actor-critic MLP with a
 categorical policy, `ppo_clip` and `clipped_l2` (the benchmarked PPO), up to
-float rounding; `check_supported` refuses anything else before a trace. Layers
+float rounding; `ppo.fused_update` refuses anything else before a trace. Layers
 are padded to powers of two of at least 16 (Triton's block and dot limits): the
 padded weights stay exactly zero, because their gradients are zero, so the
 result does not depend on the padding. On a CPU the kernel runs in Pallas's
@@ -47,17 +47,10 @@ def _padded(n: int) -> int:
     return max(16, 1 << (int(n) - 1).bit_length())
 
 
-def check_supported(network, objective, value_loss, action_space, observation_shape, minibatch_size: int) -> None:
-    """The fused step implements one network and one loss, on minibatches it can cut into power-of-two chunks;
-    anything else is one ConfigError line."""
-    from purerl.algos.objectives import clipped_l2, ppo_clip
-    from purerl.nets.actor_critic import ActorCritic
-
-    if not isinstance(network, ActorCritic) or not action_space.discrete or len(observation_shape) != 1:
-        raise ConfigError("update-kernel fused supports the feed-forward actor-critic on flat observations with "
-                          "discrete actions only")
-    if objective is not ppo_clip or value_loss is not clipped_l2:
-        raise ConfigError("update-kernel fused supports PPO's clipped objective and clipped L2 value loss only")
+def check_shapes(observation_shape: tuple[int, ...], minibatch_size: int) -> None:
+    """Flat observations, and minibatches the kernel can cut into power-of-two chunks; else one ConfigError."""
+    if len(observation_shape) != 1:
+        raise ConfigError(f"update-kernel fused needs flat observations, got shape {observation_shape}")
     size = minibatch_size
     if size < 16 or (size <= CHUNK and size & (size - 1)) or (size > CHUNK and size % CHUNK):
         raise ConfigError(f"update-kernel fused needs minibatches of a power of two from 16 to {CHUNK} samples, or a "
