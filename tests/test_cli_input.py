@@ -85,6 +85,8 @@ def test_any_flag_value_is_accepted_or_one_line_exit_2_and_nothing_written(capsy
     (["--num-env", "8"], "unrecognized arguments: --num-env"),
     (["--num-envs", "1e9"], "num-envs must be at most"),
     (["--cpu-group", "-1"], "cpu-group must be an integer in [0,"),
+    (["--seeds=--"], "argument --seeds: expected one argument"),  # found by the PBT property test
+    (["--update-kernel=--"], "argument --update-kernel: expected one argument"),
 ])
 def test_specific_bad_inputs(capsys, tmp_path, argv, message):
     code, err = outcome(capsys, ["train", "--out", str(tmp_path / "run"), *argv])

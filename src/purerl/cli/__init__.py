@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import signal
 import sys
 
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # orbax reads a checkpoint in asyncio tasks; when a damaged one fails, purerl reports it in one line and
+    # asyncio would add "Task exception was never retrieved" with a traceback once the failed task is collected
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded as the command by provenance
     try:

@@ -44,6 +44,12 @@ class Parser(argparse.ArgumentParser):
         print(f"purerl: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
+    def _get_values(self, action, arg_strings):
+        """`--seeds=--` is a flag without its value: argparse would drop the `--` and hand back an empty list."""
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected one argument")
+        return super()._get_values(action, arg_strings)
+
 def finite_float(text: str, kind: str = "a number") -> float:
     try:
         value = float(text)
