@@ -151,13 +151,13 @@ def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
 
 
 def test_a_copied_tree_names_its_commit_only_when_it_has_no_history(monkeypatch):
-    from purerl.cli import tools
+    from purerl.bench import harness
     from purerl.publish import provenance
 
     monkeypatch.setenv("PURERL_SOURCE_COMMIT", "abcdef1234567")
     monkeypatch.setattr(provenance, "git_state", lambda: (None, True))
-    assert tools.measured_commit().startswith("abcdef1234 (a copy of that commit's tree")
+    assert harness.measured_commit().startswith("abcdef1234 (a copy of that commit's tree")
     monkeypatch.setattr(provenance, "git_state", lambda: ("0123456789ab", False))
-    assert tools.measured_commit() == "0123456789"  # a checkout's own HEAD wins
+    assert harness.measured_commit() == "0123456789"  # a checkout's own HEAD wins
     monkeypatch.setattr(provenance, "git_state", lambda: ("0123456789ab", True))
-    assert tools.measured_commit() == "0123456789 with uncommitted changes"
+    assert harness.measured_commit() == "0123456789 with uncommitted changes"

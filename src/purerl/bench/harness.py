@@ -161,6 +161,18 @@ def _peer_info(name: str, task: str, python: str | None = None) -> dict:
     return info
 
 
+def measured_commit() -> str:
+    """The commit a benchmark record names: HEAD, or, in a copy of a tree without its git history (a lent GPU
+    machine), the commit PURERL_SOURCE_COMMIT names, said as such."""
+    from purerl.publish import provenance
+
+    commit, dirty = provenance.git_state()
+    copied = os.environ.get("PURERL_SOURCE_COMMIT") if commit is None else None
+    if copied:
+        return f"{copied[:10]} (a copy of that commit's tree without its history, as named by PURERL_SOURCE_COMMIT)"
+    return f"{(commit or '?')[:10]}{' with uncommitted changes' if dirty else ''}"
+
+
 def machine() -> dict:
     memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {"cpu": hostinfo.cpu(), "cores": os.cpu_count(), "memory_gib": round(memory_gb, 1),

@@ -214,12 +214,6 @@ def run(sizes: dict[str, tuple[int, int]], purejaxrl: Path | None, xla_options: 
             "command": " ".join(["python -m purerl.bench.levers", *sys.argv[1:]])}
 
 
-def _head() -> str | None:
-    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          cwd=Path(__file__).parent)
-    return proc.stdout.strip() or None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -240,7 +234,6 @@ def main() -> None:
     call.add_argument("--timeout", type=float, default=240, help="seconds per process")
     call.add_argument("--budget", type=float, default=float("inf"), help="seconds after which no step starts")
     call.add_argument("--records", type=Path, default=Path("docs/benchmarks/records.json"))
-    call.add_argument("--commit", help="the purerl commit measured (default: this checkout's HEAD)")
     args = parser.parse_args()
     if args.what == "check":
         print(json.dumps(check(args.task)))
@@ -261,14 +254,14 @@ def main() -> None:
     bad = [t for t in sizes if t not in TASKS] + [o for o in options if o not in XLA_OPTIONS]
     if bad or any(len(size) != 2 or min(size) < 1 for size in sizes.values()):
         parser.error(f"unknown tasks or XLA options, or a bad size: {bad or args.sizes}")
-    from purerl.bench import gpu
+    from purerl.bench import gpu, harness
     from purerl.run import files
 
     tick = time.perf_counter()
     record = run(sizes, args.purejaxrl.resolve() if args.purejaxrl else None, options, args.timeout, args.matmul_size,
                  args.budget)
     record["wall_s"] = time.perf_counter() - tick
-    record["commit"] = args.commit or _head()
+    record["commit"] = harness.measured_commit()
     records = json.loads(args.records.read_text()) if args.records.exists() else []
     files.write_atomic(args.records, json.dumps(gpu.merge(records, [record]), indent=2))
     print(json.dumps(record))

@@ -50,6 +50,7 @@ class Parser(argparse.ArgumentParser):
             self.error(f"argument {'/'.join(action.option_strings)}: expected one argument")
         return super()._get_values(action, arg_strings)
 
+
 def finite_float(text: str, kind: str = "a number") -> float:
     try:
         value = float(text)

@@ -73,18 +73,6 @@ def _check_bench_out(out: Path) -> None:
                           "beside it)")
 
 
-def measured_commit() -> str:
-    """The commit a benchmark record names: HEAD, or, in a copy of a tree without its git history (a lent GPU
-    machine), the commit PURERL_SOURCE_COMMIT names, said as such."""
-    from purerl.publish import provenance
-
-    commit, dirty = provenance.git_state()
-    copied = os.environ.get("PURERL_SOURCE_COMMIT") if commit is None else None
-    if copied:
-        return f"{copied[:10]} (a copy of that commit's tree without its history, as named by PURERL_SOURCE_COMMIT)"
-    return f"{(commit or '?')[:10]}{' with uncommitted changes' if dirty else ''}"
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from purerl.bench import gpu, harness, peers
 
@@ -106,18 +94,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     too_wide = [w for w in custom or () if w > MAX_MEMBERS]
     if too_wide:
         raise ConfigError(f"--seeds must be at most {MAX_MEMBERS:,} agents a width, got {too_wide[0]:,}")
-    if args.task == "gpu-levers":
-        ignored = [flag for flag, value in (("--seeds", args.seeds), ("--devices", args.devices), ("--cores", args.cores),
-                                             ("--total-timesteps", args.total_timesteps)) if value is not None]
-        if ignored:
-            raise ConfigError(f"{ignored[0]} does not apply to --task gpu-levers (bench/levers.py fixes its sizes)")
-        if harness.gpu_count() == 0:
-            raise ConfigError("--task gpu-levers measures GPU levers: this machine has no GPU")
-    if args.task == "evolve":
+    fixed = {"evolve": "its preset fixes the population and budget", "gpu-levers": "bench/levers.py fixes its sizes"}
+    if args.task in fixed:
         ignored = [flag for flag, value in (("--seeds", args.seeds), ("--devices", args.devices),
                                              ("--total-timesteps", args.total_timesteps)) if value is not None]
         if ignored:
-            raise ConfigError(f"{ignored[0]} does not apply to --task evolve (its preset fixes the population and budget)")
+            raise ConfigError(f"{ignored[0]} does not apply to --task {args.task} ({fixed[args.task]})")
+    if args.task == "gpu-levers" and args.cores is not None:
+        raise ConfigError("--cores does not apply to --task gpu-levers (bench/levers.py fixes its sizes)")
+    if args.task == "gpu-levers" and harness.gpu_count() == 0:
+        raise ConfigError("--task gpu-levers measures GPU levers: this machine has no GPU")
     cores = sorted(os.sched_getaffinity(0))
     if args.cores is not None:
         if args.task == "evolve" or device_counts:
@@ -146,7 +132,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         records.append(harness.bench(task, widths, args.repeats, names, args.total_timesteps,
                                      purejaxrl=args.purejaxrl))
     command = "purerl bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "purerl bench"
-    measured = measured_commit()
+    measured = harness.measured_commit()
     for record in records:
         record["command"] = command
         record["commit"] = measured
