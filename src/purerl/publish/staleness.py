@@ -116,11 +116,11 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
                         if part["source_hash"] != source:
                             why = (f"source changed since {str(part['commit'])[:10]} (by source hash: its fingerprint "
                                    f"cannot be computed here, {now})" + _changed_files(study, part))
-                    elif now["hash"] != part["fingerprint"]["hash"] and fingerprint.changed(part["fingerprint"], now):
-                        why = (f"computation changed since {str(part['commit'])[:10]}: "
-                               + ", ".join(fingerprint.changed(part["fingerprint"], now)))
-                        rounding = fingerprint.unverifiable_rounding(part["fingerprint"], now)
-                        why += f" ({rounding})" if rounding else ""
+                    elif now["hash"] != part["fingerprint"]["hash"]:
+                        words = fingerprint.changed(part["fingerprint"], now)  # empty: float rounding only
+                        rounding = fingerprint.unverifiable_rounding(part["fingerprint"], now) if words else None
+                        why = (f"computation changed since {str(part['commit'])[:10]}: " + ", ".join(words)
+                               + (f" ({rounding})" if rounding else "")) if words else None
                 else:
                     source = source or provenance.source_hash(study)
                     if part["source_hash"] != source:
