@@ -297,8 +297,10 @@ def test_a_run_resumed_across_a_refactor_stays_current_and_across_a_computation_
 def last_bits(x: np.ndarray, ulps: int = 3) -> np.ndarray:
     """x with every float moved a few units in the last place, as another CPU kind's rounding moves it."""
     out = x.copy()
+    toward = np.where(np.arange(out.size).reshape(out.shape) % 2, np.inf, -np.inf).astype(x.dtype)  # x's own width
     for _ in range(ulps):
-        out = np.nextafter(out, np.where(np.arange(out.size).reshape(out.shape) % 2, np.inf, -np.inf)).astype(x.dtype)
+        out = np.nextafter(out, toward)
+    assert (out != x).all()
     return out
 
 
@@ -368,6 +370,27 @@ def test_a_run_resumed_on_another_cpu_kind_is_one_computation(tmp_path, monkeypa
     assert here["hash"] != there["hash"] and not entry["mixed_sources"] and not entry["dirty"]
 
 
+def test_a_programs_host_computed_constants_are_compared_up_to_rounding():
+    """A program closing over a host-initialised array carries it as a constant: rounding of that array is not a
+    change; the array scaled, or other code around the same array, is."""
+    weights = np.random.default_rng(3).normal(size=(4, 64)).astype(np.float32)
+    x = jax.ShapeDtypeStruct((3, 4), jnp.float32)
+
+    def record(w, code=lambda x, w: jnp.tanh(x @ w)):
+        fp = fingerprint.Fingerprint()
+        fp.program("policy", lambda x: code(x, w), x)
+        return fp.record()
+
+    base = record(weights)
+    assert base["sketches"]["program policy"]["count"] == weights.size
+    assert fingerprint.rounding_only(base, record(last_bits(weights))) == ["program policy"]
+    assert fingerprint.changed(base, record(last_bits(weights))) == []
+    for other in (record(weights * np.float32(1.001)), record(weights, code=lambda x, w: jax.nn.relu(x @ w))):
+        assert fingerprint.changed(base, other) == ["program policy changed"]
+    text = fingerprint.lowered_text(lambda x: x @ weights, x)
+    assert not fingerprint.core._float_constants(text.replace("f32>", "i32>"))[1]  # integers stay exact
+
+
 def test_an_unsketched_record_from_another_cpu_kind_says_so():
     values = np.arange(1.0, 30.0)
     fp = fingerprint.Fingerprint()
@@ -395,3 +418,14 @@ def test_mark_gives_sketches_only_to_parts_current_to_the_bit(tmp_path, monkeypa
     assert parts["CartPole-v1"]["fingerprint"] == {**before, "sketches": now["sketches"]}
     assert "sketches" not in parts["Acrobot-v1"]["fingerprint"]
     assert staleness.record_sketches(results) == []  # nothing left to give
+    program = fingerprint.Fingerprint()  # a record whose host values have sketches, but not its program's
+    program.probe("stats", lambda: values)
+    program.program("policy", lambda x: x @ np.arange(256.0, dtype=np.float32).reshape(4, 64),
+                    jax.ShapeDtypeStruct((3, 4), np.float32))
+    with_program = program.record()
+    host_only = {**with_program, "sketches": {"host stats": with_program["sketches"]["host stats"]}}
+    (tmp_path / "b").mkdir()
+    results = manifest_with(tmp_path / "b", "dpo", {"CartPole-v1": part_entry(CARTPOLE, host_only)})
+    monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False: {
+        p: with_program for p in wanted})
+    assert staleness.record_sketches(results) == [f"{STUDIES['dpo'].document}: CartPole-v1"]

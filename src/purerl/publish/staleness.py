@@ -134,15 +134,16 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
 
 
 def record_sketches(results_dir: Path = provenance.RESULTS_DIR) -> list[str]:
-    """Give each part whose fingerprint matches to the bit, but whose record predates sketches, its sketches, so
-    that a check on another CPU kind can tell rounding from change. Returns the parts given them."""
+    """Give each part whose fingerprint matches to the bit, but whose record lacks some of its sketches (made
+    before sketches, or before programs' constants had them), its sketches, so that a check on another CPU kind
+    can tell rounding from change. Returns the parts given them."""
     from purerl.publish import fingerprint
 
     wanted = []
     for study in provenance.STUDIES.values():
         entries = provenance.read_manifest(Path(results_dir)).get(study.document)
         for part, entry in (entries or {}).get("parts", {}).items():
-            if "fingerprint" in entry and "sketches" not in entry["fingerprint"] and part in study.parts:
+            if "fingerprint" in entry and part in study.parts:
                 wanted.append((study.name, part))
     current = fingerprint.many(wanted, cache=True) if wanted else {}
     done = []
@@ -150,7 +151,8 @@ def record_sketches(results_dir: Path = provenance.RESULTS_DIR) -> list[str]:
         document = provenance.STUDIES[name].document
         path = Path(results_dir) / document
         recorded = provenance.read_manifest(path.parent)[path.name]["parts"][part]["fingerprint"]
-        if isinstance(now, dict) and now["hash"] == recorded["hash"] and now.get("sketches"):
+        if (isinstance(now, dict) and now["hash"] == recorded["hash"]
+                and set(now.get("sketches", {})) - set(recorded.get("sketches", {}))):
             provenance.add_sketches(path, part, now["sketches"])
             done.append(f"{document}: {part}")
     return done

@@ -109,6 +109,28 @@ def same_within_rounding(recorded: dict | None, current: dict | None) -> bool:
     return all(abs(a - b) <= scale for a, b in zip(recorded["numbers"], current["numbers"]))
 
 
+# Arrays a program closes over are constants in its text, large ones as hex bytes. Those computed on the host
+# (a random initialisation, say) round differently on another CPU kind, like any host value; so a program's
+# large float constants are sketched too, beside the rest of its text, which stays exact.
+_HEX_FLOATS = re.compile(r'dense<"0x([0-9A-Fa-f]*)"> : tensor<((?:\d+x)*)(f16|bf16|f32|f64)>')
+
+
+def _float_constants(text: str) -> tuple[str, list[np.ndarray]]:
+    """The program text with each hex-printed float constant's bytes cut out, and those constants."""
+    import ml_dtypes
+
+    dtypes = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}
+    constants = []
+
+    def cut(match):
+        shape = [int(n) for n in match.group(2).split("x") if n]
+        data = np.frombuffer(bytes.fromhex(match.group(1)), np.dtype(dtypes[match.group(3)]).newbyteorder("<"))
+        constants.append(data.astype(np.float64).reshape(shape))
+        return f"dense<constant {len(constants) - 1}> : tensor<{match.group(2)}{match.group(3)}>"
+
+    return _HEX_FLOATS.sub(cut, text), constants
+
+
 _INFO = re.compile(r'jax\.(?:result|arg)_info = "(?:[^"\\]|\\.)*"(?:, )?')
 _DEFINED = re.compile(r"(?:module |func\.func (?:public |private )?)@([\w.$-]+)")
 _SYMBOL = re.compile(r"@([\w.$-]+)")
@@ -168,6 +190,9 @@ class Fingerprint:
         """Adds the program's hash; returns the shapes and dtypes of its outputs (no second trace needed)."""
         text, out = _lowered(fn, *args, static_argnums=static_argnums)
         self.add(f"program {name}", digest(text))
+        rest, constants = _float_constants(text)
+        if constants:
+            self.sketches[f"program {name}"] = sketch({"program": digest(rest), "constants": constants})
         return out
 
     def probe(self, name: str, fn: Callable, *args, **kwargs) -> None:
