@@ -1,5 +1,6 @@
 """The benchmark harness measures in fresh processes and writes the report; numbers are checked for sense only."""
 
+import sys
 import math
 
 import pytest
@@ -247,3 +248,13 @@ def test_offpolicy_floor_composes_a_run_from_its_steps():
     assert record["achieved_flops_per_s"] == pytest.approx(per_member * 2)  # run_s 1.0
     assert parts["gradient_step"] > 100 * parts["explore"] > 0 and parts["env_step"] > 0
     assert record["learn_us_per_env_step"] > record["rollout_us_per_env_step"] > 0
+
+
+def test_a_child_process_stopped_or_failed_returns_what_it_printed_and_one_line_why():
+
+    printing = "import sys, time; print('row 1', flush=True); "
+    out, why = harness.run_process([sys.executable, "-c", printing + "time.sleep(30)"], timeout_s=3)
+    assert out.strip() == "row 1" and why == "stopped at its 3 s limit"
+    out, why = harness.run_process([sys.executable, "-c", printing + "sys.exit('first\\n' + 'x' * 999)"], 30)
+    assert out.strip() == "row 1" and why == "exit 1: " + "x" * 300
+    assert harness.run_process([sys.executable, "-c", printing], 30) == ("row 1\n", None)

@@ -143,18 +143,6 @@ def _presets_section(record: dict) -> list[str]:
 
 
 # ------------------------------------------------------------------ the paper presets
-def _run(cmd: list[str], timeout_s: float) -> tuple[str, str | None]:
-    """stdout of a CLI run, and None or a one-line reason it stopped (a timeout can still leave enough rows)."""
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired as stopped:
-        out = stopped.stdout.decode() if isinstance(stopped.stdout, bytes) else (stopped.stdout or "")
-        return out, f"stopped at its {timeout_s:.0f} s limit"
-    if proc.returncode != 0:
-        return proc.stdout, f"exit {proc.returncode}: " + (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    return proc.stdout, None
-
-
 def _generations(path: Path) -> list[float]:
     if not path.exists():
         return []
@@ -200,21 +188,21 @@ def paper_presets(root: Path, generations: int = 3, meta_episodes: int = 6, time
     vl = numbers["value_loss"]
     cmd = ["evolve", "value-loss", "--preset", "paper", "--generations", str(generations), "--out",
            str(root / "value-loss"), "--overwrite", "--no-progress"]
-    _, error = _run(purerl + cmd, timeout_s)
+    _, error = harness.run_process(purerl + cmd, timeout_s)
     presets.append(_evolve_row("purerl " + " ".join(cmd), _generations(root / "value-loss" / "generations.csv"),
                                vl["es"]["generations"], vl["es"]["population_size"] * vl["es"]["rollouts"],
                                vl["total_timesteps"], error))
     ap = numbers["act"]
     cmd = ["act", "train-time", "--preset", "paper", "--generations", str(generations), "--runs-dir",
            str(root / "act"), "--report", str(root / "act.md"), "--overwrite", "--no-progress"]
-    _, error = _run(purerl + cmd, timeout_s)  # its report afterwards evaluates fresh seeds; a timeout there is fine
+    _, error = harness.run_process(purerl + cmd, timeout_s)  # its report afterwards evaluates fresh seeds; a timeout there is fine
     presets.append(_evolve_row("purerl " + " ".join(cmd), _generations(root / "act" / "CartPole-v1" / "anti-es0" /
                                                                         "generations.csv"),
                                ap["generations"], ap["population_size"], numbers["act_victim_steps"], error))
     coin = numbers["coin"]
     cmd = ["mfos", "--game", "coin", "--preset", "paper", "--meta-episodes", str(meta_episodes), "--out",
            str(root / "mfos-coin"), "--overwrite"]
-    stdout, error = _run(purerl + cmd, timeout_s)
+    stdout, error = harness.run_process(purerl + cmd, timeout_s)
     presets.append(_coin_row("purerl " + " ".join(cmd), stdout, coin, meta_episodes, error))
     return {"task": "paper-presets", "presets": presets, "machine": harness.machine(), "versions": harness.versions(),
             "command": " ".join(["python -m purerl.bench.gpu paper-presets", *sys.argv[2:]])}

@@ -58,17 +58,23 @@ def run_worker(task: str, seeds: int, repeats: int, cache_dir: Path | None, floo
     cmd += ["--total-timesteps", str(total_timesteps)] if total_timesteps else []
     cmd += list(extra)
     tick = time.perf_counter()
+    stdout, error = run_process(cmd, timeout_s, env)
+    if error:
+        return {"system": "purerl", "seeds": seeds, "error": error}
+    return {**json.loads(stdout.strip().splitlines()[-1]), "wall_s": time.perf_counter() - tick}
+
+
+def run_process(cmd: list[str], timeout_s: float, env: dict | None = None) -> tuple[str, str | None]:
+    """A child process's stdout, and None or a one-line reason it stopped. What it printed before a timeout comes
+    back too: a stopped benchmark's finished rows still count."""
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"system": "purerl", "seeds": seeds, "error": f"timed out after {timeout_s:.0f} s"}
-    wall = time.perf_counter() - tick
+    except subprocess.TimeoutExpired as stopped:
+        out = stopped.stdout.decode() if isinstance(stopped.stdout, bytes) else (stopped.stdout or "")
+        return out, f"stopped at its {timeout_s:.0f} s limit"
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"system": "purerl", "seeds": seeds, "error": f"exit {proc.returncode}: {last}"}
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    result["wall_s"] = wall
-    return result
+        return proc.stdout, f"exit {proc.returncode}: " + (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
+    return proc.stdout, None
 
 
 def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], total_timesteps: int | None,

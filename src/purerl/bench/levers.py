@@ -15,10 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from purerl.bench import harness
 
 # task -> (agents, env steps per agent): the issue's widths, at budgets that fit one short GPU call
 TASKS = {"cartpole": (2048, 131_072), "minatar": (256, 262_144)}
@@ -158,15 +159,7 @@ def run_worker(task: str, size: tuple[int, int], variants: list[str], xla_flags:
     env = {**os.environ, "XLA_FLAGS": xla_flags, "PURERL_NO_COMPILE_CACHE": "1"}
     cmd = [sys.executable, "-m", "purerl.bench.levers", "worker", "--task", task, "--seeds", str(seeds),
            "--total-timesteps", str(steps), "--variants", ",".join(variants), "--matmul-size", str(matmul_size)]
-    error = None
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
-        stdout = proc.stdout
-        if proc.returncode != 0:
-            error = f"exit {proc.returncode}: " + (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
-    except subprocess.TimeoutExpired as stopped:
-        stdout = stopped.stdout.decode() if isinstance(stopped.stdout, bytes) else (stopped.stdout or "")
-        error = f"stopped at its {timeout_s:.0f} s limit"
+    stdout, error = harness.run_process(cmd, timeout_s, env)
     lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     out = {"task": task, "seeds": seeds, "xla_flags": xla_flags, **next((x["process"] for x in lines
                                                                          if "process" in x), {})}
@@ -179,22 +172,15 @@ def run(sizes: dict[str, tuple[int, int]], purejaxrl: Path | None, xla_options: 
     """Every task of `sizes` ({task: (agents, steps per agent)}): its levers in one process and PureJaxRL at the
     same size (skipped with its reason without a checkout); then each XLA option in a process of its own. Steps
     that would start after `budget_s` are recorded as not run."""
-    from purerl.bench import harness
-
     start = time.perf_counter()
     processes, peers = [], {}
     late = lambda: time.perf_counter() - start > budget_s  # noqa: E731
     checks = {}
     for task in sizes:
         progress(f"[{task}] the fused step against XLA's on this backend")
-        env = {**os.environ, "PURERL_NO_COMPILE_CACHE": "1"}
-        try:
-            proc = subprocess.run([sys.executable, "-m", "purerl.bench.levers", "check", "--task", task],
-                                  capture_output=True, text=True, env=env, timeout=timeout_s)
-            checks[task] = (json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else
-                            {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]})
-        except subprocess.TimeoutExpired:
-            checks[task] = {"error": f"stopped at its {timeout_s:.0f} s limit"}
+        stdout, error = harness.run_process([sys.executable, "-m", "purerl.bench.levers", "check", "--task", task],
+                                            timeout_s, {**os.environ, "PURERL_NO_COMPILE_CACHE": "1"})
+        checks[task] = {"error": error} if error else json.loads(stdout.strip().splitlines()[-1])
     for task, size in sizes.items():
         progress(f"[{task}] purerl: every lever in one process")
         processes.append(run_worker(task, size, list(VARIANTS), "", matmul_size, timeout_s) if not late() else
@@ -254,7 +240,7 @@ def main() -> None:
     bad = [t for t in sizes if t not in TASKS] + [o for o in options if o not in XLA_OPTIONS]
     if bad or any(len(size) != 2 or min(size) < 1 for size in sizes.values()):
         parser.error(f"unknown tasks or XLA options, or a bad size: {bad or args.sizes}")
-    from purerl.bench import gpu, harness
+    from purerl.bench import gpu
     from purerl.run import files
 
     tick = time.perf_counter()
