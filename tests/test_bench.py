@@ -1,7 +1,7 @@
 """The benchmark harness measures in fresh processes and writes the report; numbers are checked for sense only."""
 
-import sys
 import math
+import sys
 
 import pytest
 
@@ -251,7 +251,6 @@ def test_offpolicy_floor_composes_a_run_from_its_steps():
 
 
 def test_a_child_process_stopped_or_failed_returns_what_it_printed_and_one_line_why():
-
     printing = "import sys, time; print('row 1', flush=True); "
     out, why = harness.run_process([sys.executable, "-c", printing + "time.sleep(30)"], timeout_s=3)
     assert out.strip() == "row 1" and why == "stopped at its 3 s limit"
