@@ -388,7 +388,7 @@ def test_a_programs_host_computed_constants_are_compared_up_to_rounding():
     for other in (record(weights * np.float32(1.001)), record(weights, code=lambda x, w: jax.nn.relu(x @ w))):
         assert fingerprint.changed(base, other) == ["program policy changed"]
     text = fingerprint.lowered_text(lambda x: x @ weights, x)
-    assert not fingerprint.core._float_constants(text.replace("f32>", "i32>"))[1]  # integers stay exact
+    assert not fingerprint.values.float_constants(text.replace("f32>", "i32>"))[1]  # integers stay exact
 
 
 def test_an_unsketched_record_from_another_cpu_kind_says_so():

@@ -14,7 +14,7 @@ is a set of named components, each a hash, built from those commands without run
   loop around ask and tell, selection of an ES seed): each is *probed*, run on fixed inputs, and its output
   hashed. A probe is exact on its inputs and indifferent to where the code lives or what it is called. Its
   floats may differ in the last bits on another CPU kind (XLA compiles for the host's instruction set), so a
-  value with floats is also *sketched* (`core.sketch`: its exact parts hashed, its floats as a norm and fixed
+  value with floats is also *sketched* (`values.sketch`: its exact parts hashed, its floats as a norm and fixed
   random projections); where a hash differs but the sketches agree to 1e-5 of the norm, the part is
   current. Records made before sketches gain them from `results --check --mark` on a machine where they are
   current to the bit.
@@ -31,12 +31,12 @@ records; checkpointing, which composes exactly); a change to a probed function t
 exercise.
 """
 
-from purerl.publish.fingerprint.core import (Fingerprint, changed, digest, lowered_text, normalise,
-                                             rounding_only, same_within_rounding, sketch, stats_probe,
-                                             unverifiable_rounding, value_hash)
+from purerl.publish.fingerprint.core import Fingerprint, lowered_text, normalise, stats_probe
 from purerl.publish.fingerprint.mfos import mfos_run_part, mfos_table_part
 from purerl.publish.fingerprint.parts import COVERED, components, many, part_commands
 from purerl.publish.fingerprint.training import compare_part, es_programs
+from purerl.publish.fingerprint.values import (changed, digest, rounding_only, same_within_rounding, sketch,
+                                               unverifiable_rounding, value_hash)
 
 __all__ = ["COVERED", "Fingerprint", "changed", "compare_part", "components", "digest", "es_programs",
            "lowered_text", "many", "mfos_run_part", "mfos_table_part", "normalise", "part_commands", "rounding_only",

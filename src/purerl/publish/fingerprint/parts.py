@@ -8,7 +8,8 @@ import shlex
 from pathlib import Path
 
 from purerl.config import ConfigError
-from purerl.publish.fingerprint.core import PACKAGE, REPO, Fingerprint, command_words, digest
+from purerl.publish.fingerprint.core import PACKAGE, REPO, Fingerprint, command_words
+from purerl.publish.fingerprint.values import digest
 from purerl.publish.fingerprint.mfos import mfos_run_part, mfos_table_part
 from purerl.publish.fingerprint.pbt_study import pbt_study_part
 from purerl.publish.fingerprint.act import act_part
