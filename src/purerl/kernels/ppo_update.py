@@ -8,7 +8,7 @@ and `vmap` over agents becomes the kernel's grid: one program per agent.
 
 It computes what `PPO.gradient_step` computes for the actor-critic MLP with a
 categorical policy, `ppo_clip` and `clipped_l2` (the benchmarked PPO), up to
-float rounding; `ppo.fused_update` refuses anything else before a trace. Layers
+float rounding; `update_rules.fused_update` refuses anything else before a trace. Layers
 are padded to powers of two of at least 16 (Triton's block and dot limits): the
 padded weights stay exactly zero, because their gradients are zero, so the
 result does not depend on the padding. On a CPU the kernel runs in Pallas's
