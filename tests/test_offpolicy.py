@@ -49,8 +49,8 @@ def test_a_truncation_bootstraps_and_a_termination_does_not(cls, config):
 
 
 def test_pendulum_truncation_is_stored_as_not_terminal_with_its_final_observation():
-    config = SACConfig(num_envs=1, num_steps=200, total_timesteps=200, buffer_size=256, buffer_batch_size=16,
-                       learning_starts=1_000, hidden_sizes=(8,))
+    config = SACConfig(num_envs=1, num_steps=200, total_timesteps=400, buffer_size=256, buffer_batch_size=16,
+                       learning_starts=200, hidden_sizes=(8,))  # the first update (200 steps) only collects
     train = SAC(config)
     hp = train.hyperparams().as_arrays()
     state = jax.jit(lambda k: train.run(train.init(k, hp), hp, None, 0, 1))(jax.random.PRNGKey(0))

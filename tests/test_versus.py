@@ -101,7 +101,7 @@ def test_budgets_that_round_to_different_env_steps_are_refused(capsys, tmp_path)
     """At their own presets PPO steps 2,048 env steps an update on Pendulum-v1 and SAC 200: 4,096 is 4,096 for
     PPO and 4,200 for SAC, so it names a budget both reach exactly."""
     code, _, err = run_cli(capsys, "versus", "--env", "Pendulum-v1", "--total-timesteps", "4096",
-                           "--runs-dir", tmp_path / "runs", "--report", tmp_path / "offpolicy.md")
+                           "--learning-starts", "1000", "--runs-dir", tmp_path / "runs", "--report", tmp_path / "offpolicy.md")
     assert code == 2 and err.count("\n") == 1 and "ppo 4,096, sac 4,200" in err and "multiple of 51,200" in err
 
 

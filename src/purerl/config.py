@@ -125,6 +125,14 @@ class RolloutShape:
         """A copy with some fields changed (the configs are frozen dataclasses)."""
         return dataclasses.replace(self, **changes)
 
+    def check_learning_starts(self) -> None:
+        """A replay learner's steps before learning end before its run does: else it would never learn."""
+        if not 0 <= self.learning_starts <= MAX_INT32:
+            raise ConfigError(f"learning-starts must be in [0, {MAX_INT32:,}], got {self.learning_starts}")
+        if self.learning_starts >= self.num_updates * self.batch_size:
+            raise ConfigError(f"learning-starts={self.learning_starts:,} is not below the run's "
+                              f"{self.num_updates * self.batch_size:,} env steps: it would never learn")
+
     def check(self, step_counts: tuple[str, ...], dimensions: tuple[str, ...]) -> None:
         """What every algorithm's config must satisfy before a trace, with its own fields named:
 

@@ -27,7 +27,7 @@ import optax
 
 from purerl import envs
 from purerl.algos import loop, replay, td
-from purerl.config import (DISCOUNT, MAX_INT32, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, as_float_arrays,
+from purerl.config import (DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, as_float_arrays,
                            check_bounds)
 from purerl.nets.layers import init_params
 
@@ -74,8 +74,7 @@ class DQNConfig(RolloutShape):
     def validate(self) -> None:
         self.check(("total_timesteps", "train_interval", "target_update_interval", "epsilon_anneal_time"),
                    ("num_envs", "num_steps", "buffer_size", "buffer_batch_size"))
-        if not 0 <= self.learning_starts <= MAX_INT32:
-            raise ConfigError(f"learning-starts must be in [0, {MAX_INT32:,}], got {self.learning_starts}")
+        self.check_learning_starts()
         for name in ("train_interval", "target_update_interval"):
             if getattr(self, name) % self.num_envs:
                 raise ConfigError(f"{name.replace('_', '-')}={getattr(self, name)} must be a multiple of "

@@ -27,7 +27,7 @@ import optax
 
 from purerl import envs
 from purerl.algos import loop, replay
-from purerl.config import MAX_INT32, ConfigError, Preset, RolloutShape
+from purerl.config import ConfigError, Preset, RolloutShape
 from purerl.nets.layers import init_params
 from purerl.nets.qnets import QNetwork
 
@@ -54,8 +54,7 @@ class OffPolicyConfig(RolloutShape):
     def validate(self) -> None:
         self.check(("total_timesteps", "gradient_steps", "policy_frequency"),
                    ("num_envs", "num_steps", "buffer_size", "buffer_batch_size"))
-        if not 0 <= self.learning_starts <= MAX_INT32:
-            raise ConfigError(f"learning-starts must be in [0, {MAX_INT32:,}], got {self.learning_starts}")
+        self.check_learning_starts()
         if self.buffer_size < self.num_envs:
             raise ConfigError(f"buffer-size={self.buffer_size} is smaller than num-envs={self.num_envs}")
 

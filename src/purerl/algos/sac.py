@@ -9,9 +9,11 @@ SAC as in Haarnoja et al. 2018 ("Soft Actor-Critic Algorithms and Applications",
 entropy tuning and no state-value network), with CleanRL's `sac_continuous_action.py` settings: twin
 critics and their Polyak targets (tau 0.005), a tanh-squashed Gaussian with log-std bounded to [-5, 2],
 target entropy -|A|, actor lr 3e-4, critic lr 1e-3, batches of 256, delayed actor updates made up for
-(CleanRL's `policy_frequency`), log alpha starting at 0. The temperature loss is the paper's,
--log(alpha) (log pi + target entropy); CleanRL multiplies by alpha instead of log alpha, which changes
-the step size of the temperature, not its fixed point.
+(CleanRL's `policy_frequency`), log alpha starting at 0. The temperature loss is the authors' code's
+(softlearning; also SB3's), -log(alpha) (log pi + target entropy); the paper's and CleanRL's multiply by
+alpha instead of log alpha, which changes the step size of the temperature, not its fixed point.
+Log-probabilities, and so the target entropy, are those of the action in the [-1, 1] box before it is
+scaled to the env's bounds (as SB3 and rejax); CleanRL's are in the env's units.
 """
 
 from __future__ import annotations

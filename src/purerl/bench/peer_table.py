@@ -178,7 +178,8 @@ PEERS: dict[str, Peer] = {
                 "one temperature step, in that order. purerl (CleanRL) takes the critic step first and, every 2nd "
                 "gradient step, 2 actor and temperature steps: the same number of actor steps, in another order.",
                 "Temperature loss: rejax's is CleanRL's, -alpha (log pi + target entropy); purerl's is the "
-                "paper's, -log(alpha) (log pi + target entropy): the same fixed point, another step size.",
+                "authors' code's (softlearning), -log(alpha) (log pi + target entropy): the same fixed point, "
+                "another step size.",
                 "Critic loss: rejax's optax.l2_loss is half the squared error that purerl minimises (Adam makes "
                 "this nearly irrelevant).",
                 "Actor: log std clipped to [-10, 2] (rejax) vs squashed by tanh into [-5, 2] (purerl, CleanRL); "
