@@ -1,6 +1,7 @@
 """Provenance of published results: manifest entries, staleness, and the statistics rules of the tables."""
 
 import json
+import os
 import re
 import subprocess
 
@@ -87,6 +88,16 @@ def test_the_manifest_entry_and_the_header_state_the_same_facts(toy, tmp_path):
                  entry["source_hash"], "population 16", "4 generations", "32,768 env steps per run",
                  "10 seeds (0-9)", "Test CPU (2 cores)", "61 s wall-clock", entry["date"]):
         assert fact in words, fact
+
+
+def test_a_run_pinned_to_fewer_cores_says_how_many_it_used():
+    """XLA's CPU thread pool is sized to the cores a process may use, and a large reduction rounds differently
+    with it, so a document names that count beside the machine's."""
+    machine = {"cpu": "Test CPU", "cores": 2, "backend": "cpu", "load_average_1m": 1.0}
+    assert provenance.cores_text(machine) == "2"  # a record made before the count was kept
+    assert provenance.cores_text(machine | {"cores_in_use": 2}) == "2"
+    assert provenance.cores_text(machine | {"cores_in_use": 1}) == "1 of 2"
+    assert provenance.machine()["cores_in_use"] == len(os.sched_getaffinity(0))
 
 
 def test_git_state_sees_uncommitted_source(tmp_path, monkeypatch):

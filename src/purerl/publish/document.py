@@ -57,7 +57,7 @@ def stale_notice(study_name: str, stale: dict[str, str], missing: list[str] = ()
 
 def describe(part: dict) -> str:
     m, b = part["machine"], part["budget"]
-    where = m.get("accelerator") or f"{m['cpu']} ({m['cores']} cores)"
+    where = m.get("accelerator") or f"{m['cpu']} ({provenance.cores_text(m)} cores)"
     state = ("MIXED SOURCES: resumed across changes to its computation, not reproducible from one commit"
              if part.get("mixed_sources") else
              "UNCOMMITTED CHANGES, not reproducible from that commit" if part["dirty"] else "clean tree")

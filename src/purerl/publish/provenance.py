@@ -26,7 +26,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from purerl.runtime import hostinfo
+from purerl.runtime import host_devices, hostinfo
 from purerl.config import ConfigError
 from purerl.publish.catalog import STUDIES, Study
 from purerl.run.files import write_atomic
@@ -89,11 +89,18 @@ def git_state() -> tuple[str | None, bool]:
 def machine() -> dict:
     import jax
 
-    info = {"cpu": hostinfo.cpu(), "cores": os.cpu_count(), "backend": jax.default_backend(),
-            "load_average_1m": round(os.getloadavg()[0], 1)}
+    info = {"cpu": hostinfo.cpu(), "cores": os.cpu_count(), "cores_in_use": host_devices.cores(),
+            "backend": jax.default_backend(), "load_average_1m": round(os.getloadavg()[0], 1)}
     if jax.default_backend() != "cpu":
         info["accelerator"] = jax.devices()[0].device_kind
     return info
+
+
+def cores_text(machine_info: dict) -> str:
+    """"2" or "1 of 2": the cores the process could use, which XLA's CPU thread pool is sized to. A large
+    reduction's rounding depends on it, so a bit-exact rerun needs the same count (docs/results/README.md)."""
+    in_use, cores = machine_info.get("cores_in_use"), machine_info["cores"]
+    return f"{cores}" if in_use in (None, cores) else f"{in_use} of {cores}"
 
 
 def versions() -> dict:
@@ -118,7 +125,7 @@ def run_facts(argv: list[str]) -> dict:
     info = machine()
     where = info.get("accelerator") or f"{info['cpu']} CPU"
     return {"command": command_line(argv), "commit": commit or "?", "uncommitted_changes": dirty,
-            "machine": f"{where}, {info['cores']} CPU cores", "jax": jax.__version__,
+            "machine": f"{where}, {cores_text(info)} CPU cores", "jax": jax.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
