@@ -141,6 +141,10 @@ _OFFPOLICY_DIFFERENCES = (
     "constant, gamma 0.99, GAE lambda 0.95, clip 0.2, no entropy bonus, observation and reward normalisation, "
     "256-256 tanh, gradients clipped at norm 0.5) but bootstraps at the time limit "
     "(purejaxrl/ppo_continuous_action.py).",
+    "PPO's normalised observations and rewards are clipped to [-10, 10] (as SB3's VecNormalize); PureJaxRL's "
+    "normalisers do not clip (purejaxrl/wrappers.py). SAC normalises neither, as CleanRL's.",
+    "Every Brax episode starts from a fresh random reset; PureJaxRL wraps Brax's AutoResetWrapper, which restarts "
+    "each env from the state its first reset drew (purejaxrl/wrappers.py, brax/envs/wrappers/training.py).",
     "A curve point is the mean return of the episodes that ended in one update (2048 x 10 env steps for PPO, 16 x "
     "64 for SAC); CleanRL logs every episode's return.",
 )
