@@ -88,7 +88,8 @@ def test_any_flag_value_is_accepted_or_one_line_exit_2_and_nothing_written(capsy
     (["--seeds=--"], "argument --seeds: expected one argument"),  # found by the PBT property test
     (["--update-kernel=--"], "argument --update-kernel: expected one argument"),
     (["--algo", "dqn", "--total-timesteps", "2048"], "learning-starts=10,000 is not below the run's 2,500 env steps"),
-    (["--algo", "sac", "--env", "Pendulum-v1", "--learning-starts", "20000"], "learning-starts=20,000 is not below the run's 20,000"),
+    (["--algo", "sac", "--env", "Pendulum-v1", "--learning-starts", "20000"],
+     "learning-starts=20,000 is not below the run's 20,000"),
 ])
 def test_specific_bad_inputs(capsys, tmp_path, argv, message):
     code, err = outcome(capsys, ["train", "--out", str(tmp_path / "run"), *argv])

@@ -121,6 +121,11 @@ class RolloutShape:
         """Whole updates, rounded up: a run never does fewer env steps than asked for."""
         return -(-self.total_timesteps // self.batch_size)
 
+    @property
+    def env_steps(self) -> int:
+        """Env steps a run takes: its whole updates, at least `total_timesteps`."""
+        return self.num_updates * self.batch_size
+
     def replace(self, **changes):
         """A copy with some fields changed (the configs are frozen dataclasses)."""
         return dataclasses.replace(self, **changes)
@@ -129,9 +134,9 @@ class RolloutShape:
         """A replay learner's steps before learning end before its run does: else it would never learn."""
         if not 0 <= self.learning_starts <= MAX_INT32:
             raise ConfigError(f"learning-starts must be in [0, {MAX_INT32:,}], got {self.learning_starts}")
-        if self.learning_starts >= self.num_updates * self.batch_size:
+        if self.learning_starts >= self.env_steps:
             raise ConfigError(f"learning-starts={self.learning_starts:,} is not below the run's "
-                              f"{self.num_updates * self.batch_size:,} env steps: it would never learn")
+                              f"{self.env_steps:,} env steps: it would never learn")
 
     def check(self, step_counts: tuple[str, ...], dimensions: tuple[str, ...]) -> None:
         """What every algorithm's config must satisfy before a trace, with its own fields named:

@@ -131,7 +131,7 @@ class DQN(td.QLearner):
         if not self.config.anneal_lr:
             return hp.lr * jnp.ones_like(gradient_steps, jnp.float32)
         cfg = self.config
-        total = max(1, (cfg.num_updates * cfg.batch_size - cfg.learning_starts) // cfg.train_interval)
+        total = max(1, (cfg.env_steps - cfg.learning_starts) // cfg.train_interval)
         return hp.lr * jnp.clip(1.0 - gradient_steps / total, 0.0, 1.0)
 
     def epsilon(self, hp: DQNHyperParams, timestep: jax.Array) -> jax.Array:

@@ -89,7 +89,7 @@ def measure(task: str, seeds: int, total_timesteps: int, variants: list[str], ma
     members = make_members(list(range(seeds)), hp)
     placement = Placement.for_members(seeds)
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
-    steps = base.num_updates * base.batch_size
+    steps = base.env_steps
     compiled = {}
     for name in [*variants, variants[0]]:
         row = {"variant": name, "overrides": VARIANTS[name], "repeat": name in compiled}

@@ -65,14 +65,14 @@ def measure(task: str, seeds: int, repeats: int, total_timesteps: int | None, fl
         out = jax.block_until_ready(compiled(keys, hps))
         run_times.append(time.perf_counter() - tick)
     run_s = statistics.median(run_times)
-    steps = config.num_updates * config.batch_size * seeds
+    steps = config.env_steps * seeds
     final = final_returns(placement.get(out.metrics["episode_return"], seeds).T)
     result = {
         "system": "purerl",
         "task": task,
         "algo": algo,
         "seeds": seeds,
-        "total_timesteps": config.num_updates * config.batch_size,
+        "total_timesteps": config.env_steps,
         "compile_s": compile_s,
         "process_start_to_ready_s": ready_s,
         "run_s": run_s,
@@ -158,11 +158,11 @@ def measure_evolve(preset: str, generations: int) -> dict:
         checkpointer.close()
     median = {name: statistics.median(values) for name, values in parts.items()}
     cycle = median["generation"] + median["checkpoint"]
-    env_steps = agents * inner.num_updates * inner.batch_size
+    env_steps = agents * inner.env_steps
     return {
         "task": "evolve", "preset": preset, "study_preset": study, "population_size": config.population_size,
         "rollouts": config.rollouts, "generations_measured": generations, "preset_generations": config.generations,
-        "inner_total_timesteps": inner.num_updates * inner.batch_size, "devices": evolution.placement.num_devices,
+        "inner_total_timesteps": inner.env_steps, "devices": evolution.placement.num_devices,
         "first_generation_s": first_s, "generation_s": median["generation"], "parts_s": median,
         "parts_fraction": {name: value / cycle for name, value in median.items() if name != "generation"},
         "es_overhead_fraction": (median["ask"] + median["tell"]) / cycle,

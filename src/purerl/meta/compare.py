@@ -67,7 +67,7 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         "preset": base.preset,
         "seeds": base.seeds,
         "total_timesteps": cfg.total_timesteps,
-        "env_steps_per_run": cfg.num_updates * cfg.batch_size,
+        "env_steps_per_run": cfg.env_steps,
         "num_envs": cfg.num_envs,
         "num_steps": cfg.num_steps,
         "hyperparams": {k: float(v) for k, v in base.hyperparams._asdict().items()},

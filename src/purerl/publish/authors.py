@@ -134,8 +134,9 @@ _OFFPOLICY_DIFFERENCES = (
     "vectorised step (update-to-data 1/4), learning from 1e4 env steps, a 1e6-transition buffer; CleanRL's steps 1 "
     "env with one gradient step per env step, learning from 5e3 (cleanrl/sac_continuous_action.py).",
     "SAC learns its temperature with the actor's lr 3e-4, from the log-probabilities the actor step sampled, and "
-    "the loss of the authors' code (softlearning), -log(alpha) (log pi + target entropy); CleanRL's uses the critics' lr 1e-3, a fresh sample "
-    "from the updated actor, and alpha in place of log alpha (cleanrl/sac_continuous_action.py).",
+    "the loss of the authors' code (softlearning), -log(alpha) (log pi + target entropy); CleanRL's uses the "
+    "critics' lr 1e-3, a fresh sample from the updated actor, and alpha in place of log alpha "
+    "(cleanrl/sac_continuous_action.py).",
     "SAC's networks use flax's default (LeCun-normal) initialisation; CleanRL's PyTorch's (Kaiming-uniform).",
     "PPO's brax preset keeps PureJaxRL's Brax settings (2048 envs x 10 steps, 4 epochs x 32 minibatches, lr 3e-4 "
     "constant, gamma 0.99, GAE lambda 0.95, clip 0.2, no entropy bonus, observation and reward normalisation, "

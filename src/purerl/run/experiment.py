@@ -165,7 +165,7 @@ def _diverged(members: Members, metrics, params, loss_names: tuple[str, ...]) ->
 
 def _summary(spec, members: Members, metrics, compile_s, run_s) -> dict[str, Any]:
     final = results.final_returns(metrics["episode_return"])
-    steps_per_member = spec.config.num_updates * spec.config.batch_size
+    steps_per_member = spec.config.env_steps
     return {
         "purerl_version": __version__,
         "env": spec.config.env,

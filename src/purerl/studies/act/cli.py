@@ -99,7 +99,7 @@ def run_cli(args) -> int:
     provenance.record("act", report, f"{args.phase}{act.env_suffix(args.env).replace('-', ' ', 1)}", args.argv,
                       time.perf_counter() - started,
                       {"population": es["population_size"], "generations": es["generations"],
-                       "env_steps_per_run": victim.num_updates * victim.batch_size, "seeds": seeds},
+                       "env_steps_per_run": victim.env_steps, "seeds": seeds},
                       {"evolved": evolved, "params_from": str(source)})
     _write_report(report, plots_dir)
     for label, s in rows.items():

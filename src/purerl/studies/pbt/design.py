@@ -64,7 +64,7 @@ class Design:
 
     @property
     def env_steps_per_member(self) -> int:
-        return self.base.config.num_updates * self.base.config.batch_size
+        return self.base.config.env_steps
 
 
 def run_dir(runs_dir: Path, env: str, method: str, repetition: int) -> Path:

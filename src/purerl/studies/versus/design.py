@@ -76,7 +76,7 @@ class Design:
 
 
 def env_steps(spec: TrainSpec) -> int:
-    return spec.config.num_updates * spec.config.batch_size
+    return spec.config.env_steps
 
 
 def return_at(curve: np.ndarray, steps_per_update: int, mark: int, window: int) -> np.ndarray:
