@@ -2,6 +2,7 @@
 seeds and a grid in one program, chunked checkpoints that resume bit-for-bit, eval, and the CLI."""
 
 import json
+import math
 
 import jax
 import jax.numpy as jnp
@@ -92,8 +93,12 @@ def test_bad_off_policy_flags_are_one_line_and_exit_2(argv, message, tmp_path, c
     assert not out.exists()
 
 
-def test_the_buffer_memory_check_counts_members():
+def test_the_buffer_memory_check_counts_members_and_the_peak_copies():
     train = TD3(TINY["td3"][0])
     replay.check_fits(train.config, train.env, members=1, available=2**30)
     with pytest.raises(ConfigError, match="10 replay buffers of 512 transitions need"):
         replay.check_fits(train.config, train.env, members=10, available=1000)
+    obs, action = math.prod(train.env.observation_shape), math.prod(train.env.action_space.shape)
+    once = 4 * (2 * obs + action + 2) * train.config.buffer_size * 10  # one copy fits in 80%, three do not
+    with pytest.raises(ConfigError, match="at their peak"):
+        replay.check_fits(train.config, train.env, members=10, available=2 * once)

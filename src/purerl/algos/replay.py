@@ -50,15 +50,19 @@ def sample(buffer: Buffer, key: jax.Array, batch_size: int) -> Any:
     return jax.tree.map(lambda stored: stored[index], buffer.data)
 
 
+PEAK_COPIES = 3  # a chunk's input state, its output (chunks do not donate their input) and a checkpoint's host copy
+
+
 def check_fits(config, env, members: int, available: float | None = None) -> None:
-    """One line before any compile when the members' replay buffers cannot fit this machine's memory
-    (four bytes a number: observation, next observation, action, reward, termination). A replay learner's
-    `Algorithm.check_memory`: `config.buffer_size` transitions per member, of `env`'s shapes."""
+    """One line before any compile when the members' replay buffers cannot fit this machine's memory at their
+    peak, `PEAK_COPIES` copies of them (four bytes a number: observation, next observation, action, reward,
+    termination). A replay learner's `Algorithm.check_memory`: `config.buffer_size` transitions per member, of
+    `env`'s shapes."""
     per_transition = 4 * (2 * math.prod(env.observation_shape) + math.prod(env.action_space.shape) + 2)
-    needed = per_transition * config.buffer_size * members
+    needed = PEAK_COPIES * per_transition * config.buffer_size * members
     if available is None:
         available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if needed > 0.8 * available:
         raise ConfigError(f"{members} replay buffers of {config.buffer_size:,} transitions need "
-                          f"{needed / 2**30:.1f} GiB, more than this machine's {available / 2**30:.1f} GiB can hold; "
+                          f"{needed / 2**30:.1f} GiB at their peak ({PEAK_COPIES} copies), more than this machine's {available / 2**30:.1f} GiB can hold; "
                           "lower --buffer-size or the seeds")

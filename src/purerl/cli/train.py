@@ -233,7 +233,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import numpy as np
 
     from purerl import stats
-    from purerl.run.policy import Policy, check_gif, evaluate, load_run, render_gif
+    from purerl.run.policy import Policy, check_gif, load_run, members_evaluator, render_gif
 
     spec, members, train, state = load_run(args.run_dir)
     gif = None
@@ -245,8 +245,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     sample = args.policy == "sample"
     key = jax.random.PRNGKey(args.seed)
     hps = members.hyperparams.as_arrays()  # an exploration policy reads the member's own (DQN's final epsilon)
-    returns = jax.jit(jax.vmap(lambda p, s, h: evaluate(train, p, s, key, args.episodes, sample, h)))(
-        state.params, state.obs_stats, hps)
+    keys = np.tile(np.asarray(key)[None], (len(members), 1))  # every member meets the same episodes
+    returns = members_evaluator(train, args.episodes, sample)(state.params, state.obs_stats, keys, hps)
     returns = np.asarray(returns)  # [members, episodes]
     per_member = returns.mean(axis=1)
     mode = "sampled" if sample else "greedy"

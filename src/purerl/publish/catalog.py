@@ -137,7 +137,8 @@ STUDIES = {s.name: s for s in (
         f"{_PBT} --env Pendulum-v1 --total-timesteps 491520",
         f"{_PBT} --env Acrobot-v1",
     )),
-    Study("offpolicy", "offpolicy.md", TRAINING + ("envs/brax.py", "studies/versus/design.py"), _OFFPOLICY_ENVS,
+    Study("offpolicy", "offpolicy.md", TRAINING + ("envs/brax.py", "run/policy.py", "studies/versus/*.py"),
+          _OFFPOLICY_ENVS,
           tuple(f"{_VERSUS} --env {env}" for env in _OFFPOLICY_ENVS), *_by_authors("offpolicy")),
 )}
 

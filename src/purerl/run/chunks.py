@@ -29,7 +29,7 @@ class Checkpoints(NamedTuple):
 
 def run_chunks(advance, runs, placement: Placement, num_members: int, total: int, shared: tuple = (),
                chunk: int | None = None, checkpoints: Checkpoints | None = None,
-               on_chunk=None) -> tuple[Any, dict] | None:
+               on_chunk=None, breaks: tuple[int, ...] = ()) -> tuple[Any, dict] | None:
     """Drive a member program `advance(runs, *shared, start, stop)` (from `batched` or `one_by_one`) over
     steps 0..total-1 in chunks, with an orbax checkpoint of the members (gathered to the host) in
     `checkpoints.folder` at most every `checkpoints.every_s` seconds, at the end, and when SIGINT or SIGTERM
@@ -41,7 +41,8 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
     compile_s of this process, run_s summed over every session of the run (it travels in the
     checkpoint), and the step this session started from; or None when a test cut the run short
     (`stopping.cut_after`; it checkpoints first). The `timing` that `on_chunk` gets is that dict, current, with
-    `chunk_s`, the last chunk's seconds (the loggers' speed series).
+    `chunk_s`, the last chunk's seconds (the loggers' speed series). A chunk also ends at each step in `breaks`,
+    and is checkpointed there: what `on_chunk` records at a break (an evaluation) then agrees with the checkpoint.
     """
     from purerl.run.checkpoint import Checkpointer, latest_step
     from purerl.run.stopping import StopRequested, cut, graceful_stop
@@ -80,7 +81,7 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
         last_checkpoint = time.perf_counter()
         while done < total:
             stop_if_requested(stop_signal)  # heard during the compile or the last chunk, which it checkpointed
-            stop = min(done + chunk, total)
+            stop = min([done + chunk, total, *(b for b in breaks if b > done)])
             tick = time.perf_counter()
             runs = jax.block_until_ready(compiled(runs, *shared, int32(done), int32(stop)))
             timing["chunk_s"] = time.perf_counter() - tick
@@ -89,7 +90,7 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
                 on_chunk(done, stop, runs, timing)
             done, chunks_done = stop, chunks_done + 1
             stopping = cut(chunks_done)
-            if checkpointer is not None and (done == total or stopping or stop_signal.requested
+            if checkpointer is not None and (done == total or done in breaks or stopping or stop_signal.requested
                                              or time.perf_counter() - last_checkpoint >= checkpoints.every_s):
                 save()
                 last_checkpoint = time.perf_counter()

@@ -41,6 +41,8 @@ def run(
     train=None,
     meta_params=None,
     wandb_flags: dict[str, str | None] | None = None,
+    evaluate_at: tuple[int, ...] = (),
+    on_evaluate=None,
 ) -> dict[str, Any] | None:
     """Train every member, writing the run directory. Returns the summary (None if a test cut it short:
     `stopping.cut_after`).
@@ -49,6 +51,9 @@ def run(
     `purerl.train` passes its own as `train` (with its `meta_params`), which the spec describes.
     `resume="auto"` continues a run in `out` if there is one, else starts it.
     `wandb_flags` holds `--log wandb`'s project, entity, group and tags (`log_backends.wandb_settings`).
+    After each update in `evaluate_at` a chunk ends and `on_evaluate(update, params, obs_stats, hyperparams)` gets
+    every member's (on the host, leading axis the members) before that checkpoint is saved; a resumed run calls it
+    again for the updates it computes again, with the same numbers.
     """
     out = Path(out)
     members = spec.validate(train)
@@ -96,6 +101,9 @@ def run(
                 if log:  # every process joins the gather; only the writer's logger has backends
                     chunk_log.write(start, placement.get(jax.tree.map(lambda m: m[:, start:stop], metrics), n),
                                     clock)
+                if on_evaluate is not None and stop in evaluate_at:
+                    hp = placement.get(state.hp, n) if spec.pbt is not None else members.hyperparams.as_arrays()
+                    on_evaluate(stop, *placement.get((trained(state).params, trained(state).obs_stats), n), hp)
                 if spec.pbt is not None and stop // spec.pbt.interval not in rounds_written:
                     rounds_written.append(stop // spec.pbt.interval)  # from the state: never a row a resume replays
                     record = placement.get(pbt.record(state), n)
@@ -104,7 +112,7 @@ def run(
 
             finished = run_chunks(program, state, placement, n, cfg.num_updates, shared=shared, chunk=chunk,
                                   checkpoints=Checkpoints(out / rundir.CHECKPOINT, resumed, checkpoint_every_s),
-                                  on_chunk=advance_bar)
+                                  on_chunk=advance_bar, breaks=tuple(evaluate_at))
         chunk_log.close_in_background()  # W&B's finish overlaps the outputs below
         if finished is None:
             return None

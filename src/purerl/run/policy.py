@@ -112,6 +112,13 @@ def evaluate(train, params, obs_stats, key: jax.Array, episodes: int, sample: bo
     return play(train, params, obs_stats, key, episodes, sample, hp)[0]
 
 
+def members_evaluator(train, episodes: int, sample: bool = False):
+    """`evaluate` for a whole population in one compiled program, `(params, obs_stats, keys, hps) -> returns
+    [members, episodes]`, each leaf's leading axis the members and each member playing from its own key. Kept and
+    called again, it compiles once."""
+    return jax.jit(jax.vmap(lambda p, s, k, h: evaluate(train, p, s, k, episodes, sample, h)))
+
+
 def play(train, params, obs_stats, key: jax.Array, episodes: int, sample: bool = False, hp=None, record: bool = False):
     """(returns [episodes], record): each episode runs in its own env for the task's time limit, and only
     its first episode counts. `record` keeps, per step, the env states before it, the rewards, and whether

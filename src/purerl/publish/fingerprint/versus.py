@@ -1,34 +1,47 @@
-"""The fingerprint of `purerl versus`: each algorithm's member programs at its own config, the design's inputs, and
-the reading of the curves at the env-step marks on the host."""
+"""The fingerprint of `purerl versus`: each algorithm's member programs at its own config and its evaluation programs,
+the design's inputs, and the reading of the curves at the env-step marks on the host."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from purerl.publish.fingerprint.core import Fingerprint, host_common, parse_command
+from purerl.publish.fingerprint.core import Fingerprint, abstract, host_common, parse_command
 from purerl.publish.fingerprint.training import _first, member_keys, member_programs
 
 
 def versus_part(fp: Fingerprint, command: str) -> None:
     """One env of the comparison: every algorithm's init and run (named by the algorithm, so a change to SAC moves
     only `program sac ...`), what the programs take as data (hyperparameters; the configs are static and in the
-    programs), the seeds' keys, the marks and their window, and the host numerics of the table."""
-    from purerl.studies.versus import cli as study_cli
+    programs), the seeds' keys, the evaluation (one member's greedy and sampled episodes, their keys and count;
+    the study vmaps that program over members), the marks and their window, and the host numerics of the table."""
+    import jax
+    import jax.numpy as jnp
+
+    from purerl.run.policy import evaluate
+    from purerl.studies.versus import cli as study_cli, evaluation
 
     design = study_cli.design_of(parse_command(command))
     for algo, spec in design.specs.items():
         members = spec.validate()
-        member_programs(fp, algo, spec.build(), _first(members.hyperparams))
+        train, hp = spec.build(), _first(members.hyperparams)
+        state = member_programs(fp, algo, train, hp)
+        key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+        for mode in evaluation.MODES:
+            fp.program(f"{algo} {mode} evaluation",
+                       lambda p, s, k, h, sample=mode == "sampled": evaluate(train, p, s, k, design.episodes, sample, h),
+                       state.params, state.obs_stats, key, abstract(hp))
     fp.input("design", {"hyperparameters": {algo: spec.to_json()["hyperparams"] for algo, spec in design.specs.items()},
-                        "marks": design.marks, "window": design.window})
+                        "marks": design.marks, "window": design.window, "episodes": design.episodes,
+                        "evaluation keys": evaluation.episode_keys(design.seeds).tolist(),
+                        "updates evaluated": {algo: design.mark_updates(algo) for algo in design.specs}})
     member_keys(fp, design.first.validate())  # the same seeds, so the same keys, for every algorithm
     fp.probe("marks", _marks_probe)
     host_common(fp)
 
 
 def _marks_probe() -> dict:
-    """Returns at the marks from curves with NaNs of two update sizes (a window wider than one of them), and a
-    verdict from their statistics."""
+    """Returns at the marks from curves with NaNs of two update sizes (a window wider than one of them), their
+    censoring, and a verdict from their statistics."""
     from purerl import stats
     from purerl.studies.versus import design as study
 
@@ -38,4 +51,5 @@ def _marks_probe() -> dict:
     values = {size: [study.return_at(curve, size, round(f * 409_600), 204_800) for f in study.MARKS]
               for size, curve in curves.items()}
     a, b = (stats.summarize(v[-1]) for v in values.values())
-    return {"values": values, "marks": study.MARKS, "verdict": study.verdict(a, b, "A", "B")}
+    censored = [study.censored_below(mark, envs, 1000) for mark in (102_400, 409_600) for envs in (16, 2048)]
+    return {"values": values, "marks": study.MARKS, "verdict": study.verdict(a, b, "A", "B"), "censored": censored}

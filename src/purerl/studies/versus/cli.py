@@ -1,6 +1,6 @@
 """`purerl versus --algos ppo,sac --env ENV`: train each algorithm at its own preset on the same seeds and env steps
-(resumable), read the curves at shared env-step marks, and write the env's part of docs/results/offpolicy.md
-through provenance."""
+(resumable), evaluate every seed's policy at shared env-step marks as it trains, read the training curves there
+too, and write the env's part of docs/results/offpolicy.md through provenance."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ STUDY = "offpolicy"  # the catalog's name for the document this command writes
 
 
 def add_arguments(sub) -> None:
-    from purerl.cli.args import add_train_flags, path
+    from purerl.cli.args import add_train_flags, integer, path
 
     parser = sub.add_parser("versus", help="algorithms side by side at the same env steps, each at its own preset, "
                             "into docs/results/offpolicy.md")
@@ -23,6 +23,8 @@ def add_arguments(sub) -> None:
                       "--buffer-size in SAC only); each field left out keeps its algorithm's preset value.")
     parser.set_defaults(env="brax:hopper")
     parser.add_argument("--algos", default="ppo,sac", help="comma-separated algorithms to compare, at least two")
+    parser.add_argument("--episodes", type=integer, default=16,
+                        help="evaluation episodes per seed at each mark, greedy and sampled each (16)")
     parser.add_argument("--runs-dir", type=path, default=Path("runs/versus"), help="where the runs go")
     parser.add_argument("--resume", action="store_true",
                         help="continue the runs in --runs-dir from their checkpoints and start the missing ones")
@@ -56,7 +58,7 @@ def design_of(args):
         own = set(registry.config_fields([algorithm])) | set(registry.hyperparam_fields([algorithm]))
         flags = {**vars(args), **{name: None for name in fields if name not in own}, "algo": algorithm.name}
         specs[algorithm.name] = train_spec(argparse.Namespace(**flags))
-    design = study.Design(specs)
+    design = study.Design(specs, args.episodes)
     design.validate()
     return design
 
@@ -65,7 +67,7 @@ def run_cli(args) -> int:
     from purerl.publish import provenance, sessions
     from purerl.run import experiment, results, rundir
     from purerl.run.files import slug
-    from purerl.studies.versus import report as versus_report
+    from purerl.studies.versus import evaluation, report as versus_report
 
     if args.resume and args.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
@@ -75,24 +77,31 @@ def run_cli(args) -> int:
                                      data=(f"{slug(env)}.json", f"{slug(env)}.png"))
     folder = report.parent / report.stem
     runs = {algo: args.runs_dir / slug(env) / algo for algo in design.specs}
+    if args.resume:
+        for out in runs.values():
+            evaluation.check(out, design.episodes)
     continued = rundir.prepare_each({runs[algo]: spec.to_json() for algo, spec in design.specs.items()},
                                     args.resume, args.overwrite, "comparison")
     worked = sessions.add(args.runs_dir / slug(env), STUDY, args.resume, env, args.argv)
     started = time.perf_counter()
     summaries = {}
     for algo, out in runs.items():
-        summaries[algo] = experiment.run(design.specs[algo], out, resume=continued[out],
-                                         overwrite=not continued[out], progress=not args.no_progress)
+        evaluator = evaluation.Evaluator(design.specs[algo].build(), design.seeds, design.episodes, out)
+        summaries[algo] = experiment.run(design.specs[algo], out, resume=continued[out], overwrite=not continued[out],
+                                         progress=not args.no_progress, evaluate_at=tuple(design.mark_updates(algo)),
+                                         on_evaluate=evaluator)
         if summaries[algo] is None:
             return 0  # cut short (a test's `stopping.cut_after`): --resume continues
     curves = {algo: results.read_member_returns(out) for algo, out in runs.items()}
-    record = versus_report.record(design, curves, summaries, runs)
+    evaluations = {algo: evaluation.read(out, design.mark_updates(algo), len(design.seeds))
+                   for algo, out in runs.items()}
+    record = versus_report.record(design, curves, evaluations, summaries, runs, evaluator.time_limit)
     folder.mkdir(parents=True, exist_ok=True)
-    versus_report.plot(folder, list(runs.values()), env)
+    versus_report.plot(folder, design, curves, evaluations)
     versus_report.write(record, folder)
     provenance.record(STUDY, report, env, args.argv, time.perf_counter() - started,
                       {"env_steps_per_run": design.env_steps_per_run, "seeds": design.seeds},
-                      {"algorithms": list(design.specs)}, sessions=worked if len(worked) > 1 else None)
+                      {"algorithms": list(design.specs), "evaluation_episodes": design.episodes}, sessions=worked if len(worked) > 1 else None)
     versus_report.write_report(report)
     for line in versus_report.final_lines(record):
         print(line)

@@ -1,11 +1,14 @@
-"""What `purerl versus` trains and how it reads the curves: every algorithm at its own registered preset for the
-env's family, on the same seeds and the same env steps per run, its episode return read at shared env-step marks.
+"""What `purerl versus` trains and how it scores it: every algorithm at its own registered preset for the env's
+family, on the same seeds and the same env steps per run, each member's policy evaluated at shared env-step marks
+(`evaluation.py`: fresh episodes of the whole time limit, greedy and sampled), and its training curve read there
+too.
 
 Updates differ in size between algorithms (PPO's brax preset steps 2048 envs x 10 steps, 20,480 env steps, per
-update; SAC's 16 x 64, 1,024), so curves are compared by env steps, never by update. The return at a mark is each
-seed's mean over the updates that end in the `window` env steps before it, a window as wide for every algorithm:
-`results.FINAL_WINDOW` updates of the algorithm with the largest ones. At the end of the budget that is that
-algorithm's own final return, as `purerl train` reports it; an algorithm with smaller updates averages more of them.
+update; SAC's 16 x 64, 1,024), so curves are compared by env steps, never by update, and the budget is a whole
+number of every algorithm's updates at every mark. A training curve's return at a mark is each seed's mean over the
+updates that end in the `window` env steps before it, a window as wide for every algorithm: `results.FINAL_WINDOW`
+updates of the algorithm with the largest ones. It is censored where an env has not yet taken a time limit's steps
+(`censored_below`), so only the evaluations carry verdicts.
 """
 
 from __future__ import annotations
@@ -29,16 +32,19 @@ class Design:
     """The runs compared: one `TrainSpec` per algorithm (by name, in the order given), on the same env and seeds."""
 
     specs: dict[str, TrainSpec]
+    episodes: int = 16  # evaluation episodes per member and mark, in each mode
 
     def validate(self) -> None:
         """Every check that can fail on the flags, before anything compiles."""
+        if not isinstance(self.episodes, int) or self.episodes < 1:
+            raise ConfigError(f"--episodes must be a positive integer, got {self.episodes}")
         for algo, spec in self.specs.items():
             if spec.grid:
                 raise ConfigError("versus compares algorithms at one setting each; give single values")
             spec.validate()
         budgets = {algo: env_steps(spec) for algo, spec in self.specs.items()}
+        unit = len(MARKS) * math.lcm(*(spec.config.batch_size for spec in self.specs.values()))
         if len(set(budgets.values())) > 1:
-            unit = math.lcm(*(spec.config.batch_size for spec in self.specs.values()))
             given = ", ".join(f"{algo} {steps:,}" for algo, steps in budgets.items())
             raise ConfigError(f"the algorithms would run different env steps per run ({given}: each rounds up to "
                               f"whole updates); give --total-timesteps as a multiple of {unit:,}")
@@ -48,6 +54,10 @@ class Design:
                 raise ConfigError(f"--total-timesteps gives {algo} {spec.config.num_updates} update(s); the first mark "
                                   f"({MARKS[0]:.0%} of the budget) needs at least {need} "
                                   f"(--total-timesteps {need * spec.config.batch_size:,} or more)")
+        if self.env_steps_per_run % unit:
+            raise ConfigError(f"every mark ({', '.join(f'{m:.0%}' for m in MARKS)} of the budget) must end a whole "
+                              f"update of each algorithm, where it is evaluated; give --total-timesteps as a "
+                              f"multiple of {unit:,}")
 
     @property
     def first(self) -> TrainSpec:
@@ -74,6 +84,10 @@ class Design:
     def marks(self) -> list[int]:
         return [round(fraction * self.env_steps_per_run) for fraction in MARKS]
 
+    def mark_updates(self, algo: str) -> list[int]:
+        """The updates after which `algo`'s members are evaluated: those that end at the marks."""
+        return [mark // self.specs[algo].config.batch_size for mark in self.marks]
+
 
 def env_steps(spec: TrainSpec) -> int:
     return spec.config.env_steps
@@ -90,27 +104,42 @@ def return_at(curve: np.ndarray, steps_per_update: int, mark: int, window: int) 
         return np.nanmean(rows, axis=0)
 
 
-def at_marks(design: Design, curves: dict[str, np.ndarray]) -> dict[str, list[dict]]:
-    """Per algorithm and mark: `stats.summarize` of the seeds that had finished an episode by then (None if none
-    had) and how many had not (`missing`)."""
+def censored_below(mark: int, num_envs: int, time_limit: int) -> int | None:
+    """The episode length no training episode ended by `mark` can have reached, when that is short of the time
+    limit: each of `num_envs` envs has taken mark / num_envs steps in all. None when nothing is censored."""
+    steps = mark // num_envs
+    return steps if steps < time_limit else None
+
+
+def at_marks(design: Design, curves: dict[str, np.ndarray], time_limit: int) -> dict[str, list[dict]]:
+    """Per algorithm and mark, from the training curves: `stats.summarize` of the seeds that had finished an
+    episode by then (None if none had), how many had not (`missing`), and the censoring (`censored_below`)."""
     out = {}
     for algo, curve in curves.items():
         out[algo] = []
+        cfg = design.specs[algo].config
         for mark in design.marks:
-            values = return_at(curve, design.specs[algo].config.batch_size, mark, design.window)
+            values = return_at(curve, cfg.batch_size, mark, design.window)
             finite = values[np.isfinite(values)]
             out[algo].append({"mark": mark, "return": stats.summarize(finite) if finite.size else None,
-                              "missing": int(values.size - finite.size)})
+                              "missing": int(values.size - finite.size),
+                              "censored_below": censored_below(mark, cfg.num_envs, time_limit)})
     return out
 
 
-def verdict(a: dict | None, b: dict | None, name_a: str, name_b: str) -> str:
+def evaluated_at_marks(design: Design, evaluations: dict[str, dict[str, np.ndarray]]) -> dict[str, dict]:
+    """Per algorithm and mode (greedy, sampled), per mark: `stats.summarize` over seeds of each seed's mean
+    evaluation return. `evaluations[algo][mode]` is [marks, seeds]."""
+    return {algo: {mode: [{"mark": mark, "return": stats.summarize(row)} for mark, row in zip(design.marks, rows)]
+                   for mode, rows in modes.items()}
+            for algo, modes in evaluations.items()}
+
+
+def verdict(a: dict, b: dict, name_a: str, name_b: str) -> str:
     """A against B at one mark: ahead or behind only where both 95% CIs are valid and separate."""
-    if a is None or b is None:
-        return f"{stats.NOT_DISTINGUISHABLE} (no episode had ended)"
     sign = stats.separation(a, b)
     if sign:
         return f"{name_a} {'ahead of' if sign > 0 else 'behind'} {name_b} (the 95% CIs separate)"
     why = ("the 95% CIs overlap" if a["ci_valid"] and b["ci_valid"] else
-           f"no CI: fewer than {stats.MIN_SEEDS_FOR_CI} seeds with an ended episode")
+           f"no CI: fewer than {stats.MIN_SEEDS_FOR_CI} seeds")
     return f"{stats.NOT_DISTINGUISHABLE} ({why})"

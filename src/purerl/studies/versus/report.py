@@ -1,6 +1,7 @@
 """docs/results/offpolicy.md from every env's record beside it: the header (`publish.document`), each algorithm's
-settings, its return at shared env-step marks (a verdict only where 95% CIs separate) and the curves against env
-steps (`run.side_by_side`, as `purerl plot` draws runs)."""
+settings, its evaluated returns at shared env-step marks (a verdict only where 95% CIs separate), its training
+return there (censoring marked) and a figure of both against env steps (`results.draw_panels`, as every curve of
+purerl is drawn)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,22 @@ import numpy as np
 from purerl import stats
 from purerl.algos import registry
 from purerl.publish import document
-from purerl.run import files, results, side_by_side
+from purerl.run import files, results
 from purerl.run.files import slug
-from purerl.studies.versus.design import MARKS, Design, at_marks, verdict
+from purerl.studies.versus.design import MARKS, Design, at_marks, evaluated_at_marks, verdict
+from purerl.studies.versus.evaluation import EVAL_SEED, MODES
 
 TITLE = "Off-policy beside on-policy: algorithms at the same env steps"
 _NOT_SETTINGS = ("env", "total_timesteps", "cpu_group")  # the budget is stated apart; cpu_group changes rounding only
 
 
-def record(design: Design, curves: dict[str, np.ndarray], summaries: dict[str, dict], runs: dict[str, Path]) -> dict:
-    """The env's record: what each algorithm ran, how fast, and its returns at the marks."""
+def record(design: Design, curves: dict[str, np.ndarray], evaluations: dict[str, dict[str, np.ndarray]],
+           summaries: dict[str, dict], runs: dict[str, Path], time_limit: int) -> dict:
+    """The env's record: what each algorithm ran, how fast, its evaluated returns at the marks (per mode) and its
+    training returns there (`marks`)."""
     algorithms = {}
-    for (algo, spec), marks in zip(design.specs.items(), at_marks(design, curves).values()):
+    evaluated = evaluated_at_marks(design, evaluations)
+    for (algo, spec), marks in zip(design.specs.items(), at_marks(design, curves, time_limit).values()):
         cfg, recorded = spec.config, spec.to_json()
         gradient_steps, samples = work_per_env_step(cfg)
         algorithms[algo] = {
@@ -33,9 +38,10 @@ def record(design: Design, curves: dict[str, np.ndarray], summaries: dict[str, d
             "hyperparams": recorded["hyperparams"], "env_steps_per_update": cfg.batch_size,
             "num_updates": cfg.num_updates, "gradient_steps_per_env_step": gradient_steps,
             "samples_per_env_step": samples, "env_steps_per_s": summaries[algo].get("env_steps_per_s"),
-            "run_dir": str(runs[algo]), "marks": marks}
+            "run_dir": str(runs[algo]), "evaluated": evaluated[algo], "marks": marks}
     return {"env": design.env, "seeds": design.seeds, "env_steps_per_run": design.env_steps_per_run,
-            "window_env_steps": design.window, "marks": design.marks, "algorithms": algorithms}
+            "window_env_steps": design.window, "marks": design.marks, "time_limit": time_limit,
+            "evaluation": {"episodes": design.episodes, "seed": EVAL_SEED}, "algorithms": algorithms}
 
 
 def work_per_env_step(config) -> tuple[float | None, float | None]:
@@ -50,11 +56,18 @@ def work_per_env_step(config) -> tuple[float | None, float | None]:
     return None, None
 
 
-def plot(folder: Path, runs: list[Path], env: str) -> Path:
-    """`ENV.png`: every algorithm's curve against env steps (IQM over seeds; a 95% band from 10 seeds, else every
-    seed)."""
-    return side_by_side.plot([side_by_side.load(run) for run in runs], Path(folder) / f"{slug(env)}.png",
-                             title="episode return against env steps, each algorithm at its own preset")
+def plot(folder: Path, design: Design, curves: dict[str, np.ndarray],
+         evaluations: dict[str, dict[str, np.ndarray]]) -> Path:
+    """`ENV.png`: per algorithm, the greedy and the sampled evaluation at the marks and the training curve, each a
+    panel against env steps (IQM over seeds; a 95% band from 10 seeds, else every seed)."""
+    title = {algo: registry.get(algo).title for algo in design.specs}
+    panels = {f"{mode} evaluation": [results.Curve(title[algo], np.array(design.marks), evaluations[algo][mode])
+                                     for algo in design.specs] for mode in MODES}
+    panels["training return"] = [
+        results.Curve(title[algo], (np.arange(curve.shape[0]) + 1) * design.specs[algo].config.batch_size, curve)
+        for algo, curve in curves.items()]
+    figure = results.draw_panels(panels, "episode return against env steps, each algorithm at its own preset")
+    return results.save_figure(figure, Path(folder) / f"{slug(design.env)}.png")
 
 
 def write(record_: dict, folder: Path) -> None:
@@ -76,30 +89,43 @@ def write_report(report: Path) -> Path:
 
 
 def cell(mark: dict) -> str:
-    """A mark's statistic in words (`stats.describe`), saying how many seeds had no ended episode by then."""
+    """A mark's statistic in words (`stats.describe`); for a training return, how many seeds had no ended episode
+    by then and the censoring."""
     if mark["return"] is None:
         return "no episode ended"
-    return stats.describe(mark["return"]) + (f"; {mark['missing']} seed(s) without an ended episode"
-                                             if mark["missing"] else "")
+    said = stats.describe(mark["return"])
+    if mark.get("missing"):
+        said += f"; {mark['missing']} seed(s) without an ended episode"
+    if mark.get("censored_below") is not None:
+        said += f"; censored: no episode over {mark['censored_below']:,} steps could have ended"
+    return said
 
 
 def final_lines(record_: dict) -> list[str]:
-    return [f"{record_['env']} {algo:4s} final return {cell(a['marks'][-1])}"
-            for algo, a in record_["algorithms"].items()]
+    return [f"{record_['env']} {algo:4s} {mode} return at the end {cell(a['evaluated'][mode][-1])}"
+            for algo, a in record_["algorithms"].items() for mode in MODES]
 
 
 def _design() -> list[str]:
+    marks = ", ".join(f"{m:.0%}" for m in MARKS)
     return [
         "Design (issue 54). Each algorithm trains at its own registered preset for the env's family, as `purerl train "
         "--algo ALGO --env ENV` chooses it, with only the budget given: the same seeds and the same env steps per "
-        "run. Its curve is the episode return per update (the mean over the episodes that ended in the update) "
-        "against env steps. The updates differ in size, so the curves are read at the same env steps, at "
-        f"{', '.join(f'{m:.0%}' for m in MARKS)} of the budget: a cell is each seed's mean return over the updates "
-        "that end in the window of W env steps before the mark, one W for every algorithm (the last "
+        f"run. The updates differ in size, so the runs are compared at the same env steps, at {marks} of the budget, "
+        "each a whole number of every algorithm's updates.",
+        "",
+        "At each mark every seed's policy is evaluated on fresh episodes that run to the env's time limit: greedy "
+        "(the policy's mean or argmax) and sampled (its own exploration), the seed's value the mean over the "
+        "episodes. Each seed's episodes come from one key, the same for every algorithm and mark. A cell is the IQM "
+        f"over seeds with its 95% percentile-bootstrap CI from {stats.MIN_SEEDS_FOR_CI} seeds, otherwise every "
+        "per-seed value and n, and a verdict is stated only where two CIs separate.",
+        "",
+        "The training return at a mark is given too, and carries no verdict: each seed's mean return over the "
+        "updates that end in the window of W env steps before the mark, one W for every algorithm (the last "
         f"{results.FINAL_WINDOW} updates of the algorithm with the largest updates, so at 100% it is that "
-        "algorithm's own final return and the others average more, smaller updates), given as the IQM over seeds "
-        f"with its 95% percentile-bootstrap CI from {stats.MIN_SEEDS_FOR_CI} seeds, otherwise every per-seed value "
-        "and n. A verdict is stated only where two CIs separate.",
+        "algorithm's own final return). Training returns are censored for an algorithm that steps many envs: each "
+        "env has taken mark / num_envs steps by the mark, so no longer episode can have ended there, and a cell "
+        "says so where that is short of the time limit.",
     ]
 
 
@@ -111,27 +137,40 @@ def _settings(a: dict) -> str:
 
 def _env(r: dict, folder: str) -> list[str]:
     algorithms = r["algorithms"]
+    evaluation = r["evaluation"]
     lines = [f"## {r['env']}", "",
-             f"{len(r['seeds'])} seeds per algorithm, {r['env_steps_per_run']:,} env steps per run; window W = "
-             f"{r['window_env_steps']:,} env steps.", "",
+             f"{len(r['seeds'])} seeds per algorithm, {r['env_steps_per_run']:,} env steps per run; "
+             f"{evaluation['episodes']} evaluation episodes per seed, mark and mode (key seed {evaluation['seed']}), "
+             f"each up to the time limit of {r['time_limit']:,} steps; window W = {r['window_env_steps']:,} env "
+             "steps.", "",
              "| algorithm | env steps per update | updates | gradient steps per env step | transitions drawn per env "
              "step | env steps/s (all seeds, this machine) |", "|---|---|---|---|---|---|"]
     for a in algorithms.values():
         speed = f"{a['env_steps_per_s']:,.0f}" if a.get("env_steps_per_s") else "-"
         lines.append(f"| {a['title']} | {a['env_steps_per_update']:,} | {a['num_updates']:,} | "
                      f"{_number(a['gradient_steps_per_env_step'])} | {_number(a['samples_per_env_step'])} | {speed} |")
-    lines += ["", *(_settings(a) for a in algorithms.values()), "",
-              "| algorithm | " + " | ".join(f"{m:,} env steps ({f:.0%})" for m, f in zip(r["marks"], MARKS)) + " |",
-              "|---|" + "---|" * len(r["marks"])]
-    for a in algorithms.values():
-        lines.append(f"| {a['title']} | " + " | ".join(cell(m) for m in a["marks"]) + " |")
+    lines += ["", *(_settings(a) for a in algorithms.values())]
     reference, *others = algorithms.values()
-    lines += [""]
-    for a in others:
-        for i, (mark, fraction) in enumerate(zip(r["marks"], MARKS)):
-            said = verdict(a["marks"][i]["return"], reference["marks"][i]["return"], a["title"], reference["title"])
-            lines.append(f"- {a['title']} against {reference['title']} at {mark:,} env steps ({fraction:.0%}): {said}.")
-    lines += ["", f"![{r['env']}]({folder}/{slug(r['env'])}.png)", ""]
+    for mode in MODES:
+        lines += ["", f"**{mode.capitalize()} evaluation return.**", "", *_table(r, [a["evaluated"][mode]
+                                                                                   for a in algorithms.values()]), ""]
+        for a in others:
+            for i, (mark, fraction) in enumerate(zip(r["marks"], MARKS)):
+                said = verdict(a["evaluated"][mode][i]["return"], reference["evaluated"][mode][i]["return"],
+                               a["title"], reference["title"])
+                lines.append(f"- {a['title']} against {reference['title']} at {mark:,} env steps ({fraction:.0%}), "
+                             f"{mode}: {said}.")
+    lines += ["", "**Training return** (no verdict; see the design).", "",
+              *_table(r, [a["marks"] for a in algorithms.values()]),
+              "", f"![{r['env']}]({folder}/{slug(r['env'])}.png)", ""]
+    return lines
+
+
+def _table(r: dict, rows: list[list[dict]]) -> list[str]:
+    lines = ["| algorithm | " + " | ".join(f"{m:,} env steps ({f:.0%})" for m, f in zip(r["marks"], MARKS)) + " |",
+             "|---|" + "---|" * len(r["marks"])]
+    for a, marks in zip(r["algorithms"].values(), rows):
+        lines.append(f"| {a['title']} | " + " | ".join(cell(m) for m in marks) + " |")
     return lines
 
 
