@@ -146,8 +146,11 @@ _OFFPOLICY_DIFFERENCES = (
     "normalisers do not clip (purejaxrl/wrappers.py). SAC normalises neither, as CleanRL's.",
     "Every Brax episode starts from a fresh random reset; PureJaxRL wraps Brax's AutoResetWrapper, which restarts "
     "each env from the state its first reset drew (purejaxrl/wrappers.py, brax/envs/wrappers/training.py).",
-    "A curve point is the mean return of the episodes that ended in one update (2048 x 10 env steps for PPO, 16 x "
-    "64 for SAC); CleanRL logs every episode's return.",
+    "The score is an evaluation of each seed's policy at 25/50/75/100% of the budget on 16 fresh episodes run to "
+    "the 1000-step limit, greedy and sampled; CleanRL's SAC and PureJaxRL's PPO report only the returns of their "
+    "training episodes, which PPO's 2048 envs censor here (each has taken 400 steps by the end).",
+    "A training curve point is the mean return of the episodes that ended in one update (2048 x 10 env steps for "
+    "PPO, 16 x 64 for SAC); CleanRL logs every episode's return.",
 )
 
 CODE = {
