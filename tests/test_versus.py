@@ -50,7 +50,8 @@ def test_both_algorithms_train_and_the_document_reads_them_at_the_same_env_steps
     text = (root / "results" / "offpolicy.md").read_text()
     assert text.startswith("# Off-policy beside on-policy") and "do not edit by hand" in text
     assert "- **Pendulum-v1**: `purerl versus --env Pendulum-v1" in text and "resumed over 2 sessions" in text
-    header = "| algorithm | 400 env steps (25%) | 800 env steps (50%) | 1,200 env steps (75%) | 1,600 env steps (100%) |"
+    header = ("| algorithm | 400 env steps (25%) | 800 env steps (50%) | 1,200 env steps (75%) | "
+              "1,600 env steps (100%) |")
     assert text.count(header) == 3  # greedy, sampled, training
     assert "**Greedy evaluation return.**" in text and "**Sampled evaluation return.**" in text
     assert "| PPO | per seed " in text and "| SAC | per seed " in text and "(n=2, no CI)" in text

@@ -64,5 +64,5 @@ def check_fits(config, env, members: int, available: float | None = None) -> Non
         available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if needed > 0.8 * available:
         raise ConfigError(f"{members} replay buffers of {config.buffer_size:,} transitions need "
-                          f"{needed / 2**30:.1f} GiB at their peak ({PEAK_COPIES} copies), more than this machine's {available / 2**30:.1f} GiB can hold; "
-                          "lower --buffer-size or the seeds")
+                          f"{needed / 2**30:.1f} GiB at their peak ({PEAK_COPIES} copies), more than this machine's "
+                          f"{available / 2**30:.1f} GiB can hold; lower --buffer-size or the seeds")

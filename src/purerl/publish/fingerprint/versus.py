@@ -21,15 +21,16 @@ def versus_part(fp: Fingerprint, command: str) -> None:
     from purerl.studies.versus import cli as study_cli, evaluation
 
     design = study_cli.design_of(parse_command(command))
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
     for algo, spec in design.specs.items():
         members = spec.validate()
         train, hp = spec.build(), _first(members.hyperparams)
         state = member_programs(fp, algo, train, hp)
-        key = jax.ShapeDtypeStruct((2,), jnp.uint32)
         for mode in evaluation.MODES:
-            fp.program(f"{algo} {mode} evaluation",
-                       lambda p, s, k, h, sample=mode == "sampled": evaluate(train, p, s, k, design.episodes, sample, h),
-                       state.params, state.obs_stats, key, abstract(hp))
+            def one_member(p, s, k, h, sample=mode == "sampled"):
+                return evaluate(train, p, s, k, design.episodes, sample, h)
+
+            fp.program(f"{algo} {mode} evaluation", one_member, state.params, state.obs_stats, key, abstract(hp))
     fp.input("design", {"hyperparameters": {algo: spec.to_json()["hyperparams"] for algo, spec in design.specs.items()},
                         "marks": design.marks, "window": design.window, "episodes": design.episodes,
                         "evaluation keys": evaluation.episode_keys(design.seeds).tolist(),

@@ -101,7 +101,8 @@ def run_cli(args) -> int:
     versus_report.write(record, folder)
     provenance.record(STUDY, report, env, args.argv, time.perf_counter() - started,
                       {"env_steps_per_run": design.env_steps_per_run, "seeds": design.seeds},
-                      {"algorithms": list(design.specs), "evaluation_episodes": design.episodes}, sessions=worked if len(worked) > 1 else None)
+                      {"algorithms": list(design.specs), "evaluation_episodes": design.episodes},
+                      sessions=worked if len(worked) > 1 else None)
     versus_report.write_report(report)
     for line in versus_report.final_lines(record):
         print(line)

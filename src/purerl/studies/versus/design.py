@@ -42,7 +42,7 @@ class Design:
             if spec.grid:
                 raise ConfigError("versus compares algorithms at one setting each; give single values")
             spec.validate()
-        budgets = {algo: env_steps(spec) for algo, spec in self.specs.items()}
+        budgets = {algo: spec.config.env_steps for algo, spec in self.specs.items()}
         unit = len(MARKS) * math.lcm(*(spec.config.batch_size for spec in self.specs.values()))
         if len(set(budgets.values())) > 1:
             given = ", ".join(f"{algo} {steps:,}" for algo, steps in budgets.items())
@@ -73,7 +73,7 @@ class Design:
 
     @property
     def env_steps_per_run(self) -> int:
-        return env_steps(self.first)
+        return self.first.config.env_steps
 
     @property
     def window(self) -> int:
@@ -87,10 +87,6 @@ class Design:
     def mark_updates(self, algo: str) -> list[int]:
         """The updates after which `algo`'s members are evaluated: those that end at the marks."""
         return [mark // self.specs[algo].config.batch_size for mark in self.marks]
-
-
-def env_steps(spec: TrainSpec) -> int:
-    return spec.config.env_steps
 
 
 def return_at(curve: np.ndarray, steps_per_update: int, mark: int, window: int) -> np.ndarray:
