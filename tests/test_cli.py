@@ -185,6 +185,11 @@ def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(c
         record["objectives"]["ppo"]["final_return"]
     part = json.loads((tmp_path / "runs" / "manifest.json").read_text())["report.md"]["parts"]["CartPole-v1"]
     assert len(part["sessions"]) == 2 and part["mixed_sources"] is False
+    # the part's wall-clock is the runs' training (checkpointed), not the seconds of a session that only reported
+    trained = [json.loads((tmp_path / "runs" / "CartPole-v1" / o / "summary.json").read_text()) for o in ("ppo", "dpo")]
+    assert trained[0]["run_s"] > 0 and part["wall_summed"] is True
+    assert part["wall_s"] == round(sum(s["run_s"] + s["compile_s"] for s in trained), 1)
+    assert "s wall-clock (training summed over every session" in report.read_text()
     code, _, err = run_cli(capsys, "compare", "--objectives", "ppo,dpo", "--seeds", "3", *SMALL, "--runs-dir", "runs",
                            "--resume")
     assert code == 2 and "holds a different run (differs in: seeds: [0, 1] (recorded) vs [0, 1, 2] (given))" in err

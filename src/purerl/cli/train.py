@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_pbt_flags, add_train_flags, at_most, default_out,
@@ -201,14 +200,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     report = provenance.check_report(args.report or args.runs_dir / "report.md", "dpo")
     results_dir = report.parent / report.stem
     _check_compare_outputs(args, spec.config.env, report)
-    started = time.perf_counter()
     record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",
                              progress=not args.no_progress, resume=args.resume, overwrite=args.overwrite,
                              argv=args.argv)
     sessions = record["sessions"]
-    provenance.record("dpo", report, record["env"], args.argv, time.perf_counter() - started,
+    provenance.record("dpo", report, record["env"], args.argv, record["training_s"],
                       {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]},
-                      sessions=sessions if len(sessions) > 1 else None)
+                      sessions=sessions if len(sessions) > 1 else None, wall_summed=True)
     report = compare.write_report(results_dir, report, "Policy objectives: PPO, DPO and LPO")
     for label, row in record["objectives"].items():
         s = row["final_return"]

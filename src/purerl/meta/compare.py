@@ -18,7 +18,7 @@ from purerl import stats
 from purerl.meta import lpo_report
 from purerl.meta.evolve import curve_fitness
 from purerl.run import experiment, files, results, rundir
-from purerl.publish import document, sessions
+from purerl.publish import document, provenance, sessions
 from purerl.config import ConfigError
 from purerl.run.trainspec import TrainSpec
 
@@ -50,11 +50,12 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
     worked = sessions.add(env_dir, "dpo", resume, env, argv)
     cfg = base.config
     kinds = lpo_report.fitness_kinds(objectives, cfg)  # on an LPO evolution's training task: its fitness too
-    curves, rows = {}, {}
+    curves, rows, summaries = {}, {}, []
     for spec, label in zip(specs, labels):
         run_dir = runs[label]
         summary = experiment.run(spec, run_dir, resume=continued[run_dir], overwrite=not continued[run_dir],
                                  progress=progress)
+        summaries.append(summary)
         curves[label] = results.read_member_returns(run_dir)
         rows[label] = {"final_return": summary["final_return"], "run_dir": str(run_dir),
                        "return_at_80pct": stats.summarize(_return_at(curves[label], LATE_FRACTION)),
@@ -75,7 +76,7 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
     }
     results.plot_labelled_curves(results_dir, curves, cfg.batch_size, f"{env}: {title}", f"{files.slug(env)}.png")
     files.write_atomic(results_dir / f"{files.slug(env)}.json", json.dumps(record, indent=2))
-    return {**record, "sessions": worked}
+    return {**record, "sessions": worked, "training_s": provenance.training_seconds(summaries)}
 
 
 LATE_FRACTION = 0.8  # has PPO's curve flattened? Its return at 80% of the budget against its final return

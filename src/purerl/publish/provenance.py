@@ -129,6 +129,13 @@ def run_facts(argv: list[str]) -> dict:
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
+def training_seconds(summaries) -> float:
+    """The seconds a part's runs trained over every session, plus each run's compile in the last one
+    (`experiment.run` summaries' checkpointed `run_s` and `compile_s`): what a resumed study records as its
+    wall-clock, so that re-reporting runs that had already finished records their training, not its own seconds."""
+    return sum(s["run_s"] + s["compile_s"] for s in summaries)
+
+
 def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: float, budget: dict,
            extra: dict | None = None, sessions: list[dict] | None = None, wall_summed: bool = False) -> dict:
     """Write the manifest entry of one part of `report` (manifest.json beside it) and return it.

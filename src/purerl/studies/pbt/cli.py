@@ -3,7 +3,6 @@ task's part of docs/results/pbt.md through provenance."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from purerl.config import ConfigError
@@ -68,11 +67,12 @@ def run_cli(args) -> int:
     continued = rundir.prepare_each({study.run_dir(args.runs_dir, env, method, rep): design.spec(method, rep).to_json()
                                      for method, rep in runs}, args.resume, args.overwrite, "study")
     worked = sessions.add(study.run_dir(args.runs_dir, env, "x", 0).parent, "pbt", args.resume, env, args.argv)
-    started = time.perf_counter()
+    summaries = []
     for method, rep in runs:  # repetition by repetition, so a study stopped early has every method alike
         out = study.run_dir(args.runs_dir, env, method, rep)
-        if experiment.run(design.spec(method, rep), out, resume=continued[out], overwrite=not continued[out],
-                          progress=not args.no_progress) is None:
+        summaries.append(experiment.run(design.spec(method, rep), out, resume=continued[out],
+                                        overwrite=not continued[out], progress=not args.no_progress))
+        if summaries[-1] is None:
             return 0  # cut short (a test's `stopping.cut_after`): --resume continues
     rows, curves = {m: [] for m in study.METHODS}, {}
     for method, rep in runs:
@@ -87,10 +87,10 @@ def run_cli(args) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     pbt_report.plot(folder, env, curves, design.base.config.batch_size)
     pbt_report.write(record, folder)
-    provenance.record("pbt", report, env, args.argv, time.perf_counter() - started,
+    provenance.record("pbt", report, env, args.argv, provenance.training_seconds(summaries),
                       {"population": len(design.base.seeds), "env_steps_per_run": design.env_steps_per_member,
                        "seeds": record["seeds"]}, {"repetitions": design.repetitions},
-                      sessions=worked if len(worked) > 1 else None)
+                      sessions=worked if len(worked) > 1 else None, wall_summed=True)
     pbt_report.write_report(report)
     for method, s in record["methods"].items():
         print(f"{env} {s['label']:16s} evaluated return {stats.describe(s['evaluated_return'])}")

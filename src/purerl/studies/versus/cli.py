@@ -5,7 +5,6 @@ too, and write the env's part of docs/results/offpolicy.md through provenance.""
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from purerl.config import ConfigError
@@ -83,7 +82,6 @@ def run_cli(args) -> int:
     continued = rundir.prepare_each({runs[algo]: spec.to_json() for algo, spec in design.specs.items()},
                                     args.resume, args.overwrite, "comparison")
     worked = sessions.add(args.runs_dir / slug(env), STUDY, args.resume, env, args.argv)
-    started = time.perf_counter()
     summaries = {}
     for algo, out in runs.items():
         evaluator = evaluation.Evaluator(design.specs[algo].build(), design.seeds, design.episodes, out)
@@ -99,10 +97,10 @@ def run_cli(args) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     versus_report.plot(folder, design, curves, evaluations)
     versus_report.write(record, folder)
-    provenance.record(STUDY, report, env, args.argv, time.perf_counter() - started,
+    provenance.record(STUDY, report, env, args.argv, provenance.training_seconds(summaries.values()),
                       {"env_steps_per_run": design.env_steps_per_run, "seeds": design.seeds},
                       {"algorithms": list(design.specs), "evaluation_episodes": design.episodes},
-                      sessions=worked if len(worked) > 1 else None)
+                      sessions=worked if len(worked) > 1 else None, wall_summed=True)
     versus_report.write_report(report)
     for line in versus_report.final_lines(record):
         print(line)
