@@ -14,7 +14,7 @@ from purerl.algos.sac import SAC, SACConfig, SACHyperParams
 from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams
 from purerl.cli import main
 from purerl.config import ConfigError
-from purerl.run.trainspec import TrainSpec
+from purerl.run.trainspec import TrainSpec, make_spec
 from resume_check import assert_resume_is_bit_exact
 
 # Pendulum-v1's episodes last 200 steps: 6 updates of 2 envs x 100 steps end some in most updates.
@@ -84,6 +84,11 @@ def test_a_grid_and_seeds_train_in_one_program_and_eval(algo, tmp_path, capsys):
     (["--algo", "sac", "--env", "Pendulum-v1", "--network", "gru"], "--network gru is not available for --algo sac"),
     (["--algo", "td3", "--env", "Pendulum-v1", "--buffer-size", "16000000", "--seeds", "4096"],
      "replay buffers of 16,000,000 transitions need"),
+    # a fixed temperature that autotune would replace: members that differ only in their label
+    (["--algo", "sac", "--env", "Pendulum-v1", "--alpha", "0.1,0.2"], "alpha is unused here: autotune (on) learns the temperature"),
+    (["--algo", "sac", "--env", "Pendulum-v1", "--alpha", "0.1"], "turn it off (--no-autotune) to fix the temperature at alpha"),
+    (["--algo", "sac", "--env", "Pendulum-v1", "--pbt", "--seeds", "4", "--pbt-explore", "alpha=0.01:1"],
+     "alpha is unused here"),
 ])
 def test_bad_off_policy_flags_are_one_line_and_exit_2(argv, message, tmp_path, capsys):
     out = tmp_path / "run"
@@ -91,6 +96,15 @@ def test_bad_off_policy_flags_are_one_line_and_exit_2(argv, message, tmp_path, c
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert not out.exists()
+
+
+def test_a_fixed_temperature_is_used_without_autotune():
+    """--no-autotune makes --alpha the temperature (a sweep of it is then a real sweep), and the refusal is
+    SAC's alone: the same values pass for every config that uses them."""
+    spec = make_spec("Pendulum-v1", "sac", settings={"autotune": False, "alpha": 0.1, "total_timesteps": 6000})
+    assert float(spec.validate().hyperparams.alpha[0]) == np.float32(0.1)
+    with pytest.raises(ConfigError, match="alpha is unused here"):
+        make_spec("Pendulum-v1", "sac", settings={"alpha": 0.1}).validate()
 
 
 def test_the_buffer_memory_check_counts_members_and_the_peak_copies():

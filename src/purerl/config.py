@@ -130,6 +130,12 @@ class RolloutShape:
         """A copy with some fields changed (the configs are frozen dataclasses)."""
         return dataclasses.replace(self, **changes)
 
+    def ignored_hyperparams(self) -> dict[str, str]:
+        """The hyperparameters this config leaves unused, each with what replaces it: a value, sweep or PBT
+        range given for one is refused (`TrainSpec.validate`) rather than training members that differ in
+        nothing but their label."""
+        return {}
+
     def check_learning_starts(self) -> None:
         """A replay learner's steps before learning end before its run does: else it would never learn."""
         if not 0 <= self.learning_starts <= MAX_INT32:

@@ -57,6 +57,10 @@ class SACHyperParams(NamedTuple):
 class SACConfig(OffPolicyConfig):
     autotune: bool = True  # learn the temperature towards entropy -|A|
 
+    def ignored_hyperparams(self) -> dict[str, str]:
+        return {"alpha": "autotune (on) learns the temperature; turn it off (--no-autotune) to fix the temperature "
+                         "at alpha"} if self.autotune else {}
+
 
 PRESETS = {
     "continuous": Preset(

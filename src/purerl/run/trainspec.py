@@ -103,6 +103,7 @@ class TrainSpec:
             if self.value_loss not in VALUE_LOSSES or self.value_loss == "learned":
                 usable = [name for name in VALUE_LOSSES if name != "learned"]  # "learned" is evolved, see studies
                 raise ConfigError(f"unknown value loss '{self.value_loss}'; choose from {', '.join(usable)}")
+        self._check_used()
         members = make_members(self.seeds, self.hyperparams, self.grid)
         if self.pbt is not None:
             if members.swept:
@@ -112,6 +113,14 @@ class TrainSpec:
             env = envs.make(self.config.env) if train is None else train.env
             algorithm.check_memory(self.config, env, len(members))
         return members
+
+    def _check_used(self) -> None:
+        """No value, sweep or PBT range for a hyperparameter that the config leaves unused."""
+        explored = {bound.name for bound in self.pbt.explore} if self.pbt is not None else set()
+        defaults = type(self.hyperparams)._field_defaults
+        for name, instead in self.config.ignored_hyperparams().items():
+            if name in self.grid or name in explored or float(getattr(self.hyperparams, name)) != defaults[name]:
+                raise ConfigError(f"{name} is unused here: {instead}")
 
     def meta_params(self):
         """The objective's meta-parameters (loaded from `lpo:PATH`), or None."""
