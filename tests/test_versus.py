@@ -89,7 +89,7 @@ def test_each_mark_evaluates_the_policy_trained_there_and_the_last_is_the_final_
         spec, members, train, state = load_run(run)
         keys = evaluation.episode_keys(spec.seeds)
         for mode in evaluation.MODES:
-            direct = members_evaluator(train, 3, mode == "sampled")(state.params, state.obs_stats, keys,
+            direct = members_evaluator(train, 3, evaluation.MODES[mode])(state.params, state.obs_stats, keys,
                                                                     members.hyperparams.as_arrays())
             np.testing.assert_allclose(saved["updates"]["16"][mode], np.asarray(direct).mean(axis=1), rtol=1e-6)
             assert record["algorithms"][algo]["evaluated"][mode][-1]["return"]["values"] == saved["updates"]["16"][mode]

@@ -26,8 +26,8 @@ def versus_part(fp: Fingerprint, command: str) -> None:
         members = spec.validate()
         train, hp = spec.build(), _first(members.hyperparams)
         state = member_programs(fp, algo, train, hp)
-        for mode in evaluation.MODES:
-            def one_member(p, s, k, h, sample=mode == "sampled"):
+        for mode, sample in evaluation.MODES.items():
+            def one_member(p, s, k, h, sample=sample):
                 return evaluate(train, p, s, k, design.episodes, sample, h)
 
             fp.program(f"{algo} {mode} evaluation", one_member, state.params, state.obs_stats, key, abstract(hp))

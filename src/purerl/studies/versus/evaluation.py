@@ -1,11 +1,14 @@
 """What `purerl versus` scores: every member's policy at each env-step mark, on fresh episodes as long as the env's
-time limit allows, greedy (the policy's mean) and sampled (its own exploration).
+time limit allows, greedy (its most likely action: the mean, through tanh for SAC; TD3's actor without noise) and
+sampled (its own exploration).
 
 Training episodes cannot score a comparison between algorithms that step different numbers of envs. When a mark
 comes, each env of a run has taken mark / num_envs steps in all, so no episode longer than that can have ended:
 PPO's brax preset steps 2,048 envs and, at 819,200 env steps, has seen no episode end past step 400 of Hopper's
-1,000, while SAC's 16 envs are not limited at all. Evaluation episodes treat every algorithm alike. Each seed's
-episodes come from one key, the same for every algorithm and every mark, so two algorithms meet the same starts.
+1,000, while SAC's 16 envs are not limited at all. Evaluation episodes measure every algorithm the same way, to
+the time limit, including the part of an episode that a many-env algorithm has not reached in training. Each
+seed's episodes come from one key, the same for every algorithm and every mark, so two algorithms meet the same
+starts.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from purerl.runtime.distributed import is_writer
 
 FILE = "evaluation.json"  # in each algorithm's run directory: its members' returns at every mark evaluated so far
 rundir.register_files(FILE)
-MODES = ("greedy", "sampled")
+MODES = {"greedy": False, "sampled": True}  # each mode and whether it samples (the fingerprint reads it too)
 EVAL_SEED = 20_240_554  # the evaluation episodes' key: apart from every training seed's stream
 
 
@@ -37,7 +40,7 @@ class Evaluator:
     `episodes` episodes), written to the run's `evaluation.json` at once, before the checkpoint at that update."""
 
     def __init__(self, train, seeds: list[int], episodes: int, out: Path):
-        self.programs = {mode: members_evaluator(train, episodes, mode == "sampled") for mode in MODES}
+        self.programs = {mode: members_evaluator(train, episodes, sample) for mode, sample in MODES.items()}
         self.keys, self.episodes, self.path = episode_keys(seeds), episodes, Path(out) / FILE
         self.time_limit = train.env.max_episode_steps
 

@@ -115,8 +115,10 @@ def _design() -> list[str]:
         "each a whole number of every algorithm's updates.",
         "",
         "At each mark every seed's policy is evaluated on fresh episodes that run to the env's time limit: greedy "
-        "(the policy's mean or argmax) and sampled (its own exploration), the seed's value the mean over the "
-        "episodes. Each seed's episodes come from one key, the same for every algorithm and mark. A cell is the IQM "
+        "(its most likely action: the mean, through tanh for SAC, or the argmax; TD3's actor without noise) and "
+        "sampled (its own exploration), the seed's value the mean over the episodes. An algorithm whose training "
+        "envs have not yet run an episode that far (see the censoring below) is scored on the rest of the episode "
+        "too. Each seed's episodes come from one key, the same for every algorithm and mark. A cell is the IQM "
         f"over seeds with its 95% percentile-bootstrap CI from {stats.MIN_SEEDS_FOR_CI} seeds, otherwise every "
         "per-seed value and n, and a verdict is stated only where two CIs separate.",
         "",
@@ -125,7 +127,8 @@ def _design() -> list[str]:
         f"{results.FINAL_WINDOW} updates of the algorithm with the largest updates, so at 100% it is that "
         "algorithm's own final return). Training returns are censored for an algorithm that steps many envs: each "
         "env has taken mark / num_envs steps by the mark, so no longer episode can have ended there, and a cell "
-        "says so where that is short of the time limit.",
+        "says so where that is short of the time limit (below two time limits, too, each env can have ended at "
+        "most one episode of full length).",
     ]
 
 
