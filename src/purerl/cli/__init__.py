@@ -1,7 +1,8 @@
 """`purerl`: the command line. Each command lives in a small module that adds its parser (with `run` set
 to its handler); this module parses, and turns every `ConfigError` into one line on stderr with exit 2.
 
-Heavy imports (JAX, the algorithms) happen inside the handlers, so `--help` and bad input stay fast.
+Each handler imports what it runs when it runs; bad input is refused before anything compiles. The package
+itself imports its algorithms, so building the parser loads jax (`--help` takes about 2 s).
 """
 
 from __future__ import annotations

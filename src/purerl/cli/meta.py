@@ -56,10 +56,11 @@ def _es_help(name: str) -> str:
     """What the ES setting means, and its default under each task and --preset ('default: value-loss cpu 32, ...')."""
     from purerl.cli.args import default_text
     from purerl.meta.strategies import ES_DESCRIPTIONS
-    from purerl.studies import lpo, value_loss
+    from purerl.studies import META_TASKS, meta_task_module
 
     shown = {}
-    for task, study in (("value-loss", value_loss), ("lpo", lpo)):
+    for task in META_TASKS:
+        study = meta_task_module(task)
         for preset in study.PRESETS:
             value = getattr(study.es_config(preset), name)
             shown[f"{task} {preset}"] = ("all" if name == "max_parallel" else "constant") if value is None else (

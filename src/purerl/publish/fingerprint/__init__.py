@@ -1,6 +1,6 @@
 """The computation behind a published part, as a hash: staleness from what a command computes, not from files.
 
-A part of a document under docs/results/ is made by registered commands (`registry.STUDIES`). Its *fingerprint*
+A part of a document under docs/results/ is made by registered commands (`catalog.STUDIES`). Its *fingerprint*
 is a set of named components, each a hash, built from those commands without running them:
 
 - `program ...`: a jitted program the command runs (a training run's `init` and `run` per member, an ES
