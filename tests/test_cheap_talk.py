@@ -150,6 +150,8 @@ def test_act_cli_runs_one_folder_per_es_seed_and_reports_every_run_and_baseline(
                 "exploiter vs silent-channel victim, ES seed 0", "random shaper"):
         assert f"| {row} |" in text, row
     assert "Train-time shaping" in text
+    part = json.loads((tmp_path / "manifest.json").read_text())["act.md"]["parts"]["test-time"]
+    assert part["wall_s"] >= sum(run["evolve_wall_s"] for run in part["evolved"].values()) > 0  # it evolved them
     kept = sorted(p.name for p in (tmp_path / "act" / "params").iterdir())
     assert kept == ["anti-es0", "anti-es1", "test-time-es0", "test-time-exploiter-es0", "test-time-exploiter-silent-es0"]
 

@@ -66,7 +66,6 @@ def run_cli(args) -> int:
     if args.from_params and not evolved_runs(source, args.phase):
         prefixes = ", ".join(run_name(prefix, "S") for prefix, _, _ in RUNS[args.phase])
         raise ConfigError(f"{source} holds no evolved {args.phase} parameters ({prefixes})")
-    started = time.perf_counter()
     if args.from_params is None:
         tasks = ({args.mode: act.train_time_task(args.mode, args.env, config.seed)} if args.phase == "train-time" else
                  {prefix: test_time.test_time_task(args.env, kind, config.seed) for prefix, kind, _ in RUNS["test-time"]})
@@ -85,6 +84,7 @@ def run_cli(args) -> int:
     if args.report:  # the report's tables can be re-evaluated from these without re-evolving
         _keep_params([run_dir for *_, run_dir in present], plots_dir / f"{PARAMS}{act.env_suffix(args.env)}")
     seeds = act.fresh_seeds(args.env, args.victims)
+    started = time.perf_counter()
     if args.phase == "train-time":
         rows = act.evaluate_train_time({label: run_dir for _, _, label, run_dir in present}, args.env,
                                        plots_dir, seeds)["mean_return_over_training"]
@@ -96,8 +96,11 @@ def run_cli(args) -> int:
                for *_, run_dir in present}
     es = next(iter(evolved.values()))["es"]
     victim = act.victim_of(args.env).config
+    # the evaluation's seconds, plus the evolutions' (every session's generations) where this command evolved
+    # them, so that re-reporting finished evolutions does not record only its own seconds
+    evolving = 0.0 if args.from_params else sum(run["evolve_wall_s"] for run in evolved.values())
     provenance.record("act", report, f"{args.phase}{act.env_suffix(args.env).replace('-', ' ', 1)}", args.argv,
-                      time.perf_counter() - started,
+                      time.perf_counter() - started + evolving,
                       {"population": es["population_size"], "generations": es["generations"],
                        "env_steps_per_run": victim.env_steps, "seeds": seeds},
                       {"evolved": evolved, "params_from": str(source)})
