@@ -85,8 +85,10 @@ def test_a_grid_and_seeds_train_in_one_program_and_eval(algo, tmp_path, capsys):
     (["--algo", "td3", "--env", "Pendulum-v1", "--buffer-size", "16000000", "--seeds", "4096"],
      "replay buffers of 16,000,000 transitions need"),
     # a fixed temperature that autotune would replace: members that differ only in their label
-    (["--algo", "sac", "--env", "Pendulum-v1", "--alpha", "0.1,0.2"], "alpha is unused here: autotune (on) learns the temperature"),
-    (["--algo", "sac", "--env", "Pendulum-v1", "--alpha", "0.1"], "turn it off (--no-autotune) to fix the temperature at alpha"),
+    (["--algo", "sac", "--env", "Pendulum-v1", "--alpha", "0.1,0.2"],
+     "alpha is unused here: autotune (on) learns the temperature"),
+    (["--algo", "sac", "--env", "Pendulum-v1", "--alpha", "0.1"],
+     "turn it off (--no-autotune) to fix the temperature at alpha"),
     (["--algo", "sac", "--env", "Pendulum-v1", "--pbt", "--seeds", "4", "--pbt-explore", "alpha=0.01:1"],
      "alpha is unused here"),
 ])

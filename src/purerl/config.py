@@ -188,9 +188,9 @@ class PPOConfig(RolloutShape):
     # Members one CPU device trains at a time (population.batched); 0: all at once. Measured best for these
     # defaults (CartPole); presets of another shape set their own or 0 (benchmarks/README.md).
     cpu_group: int = 8
-    # Levers for a GPU (`purerl bench --task gpu-levers` measures each, bench/levers.py): "bfloat16" runs the networks' matmuls in bf16
-    # with float32 weights and Adam state; "fused" runs each minibatch gradient step as one Pallas kernel per
-    # agent (kernels/ppo_update.py); rollout_unroll unrolls the rollout loop that many steps
+    # Levers for a GPU (`purerl bench --task gpu-levers` measures each, bench/levers.py): "bfloat16" runs the
+    # networks' matmuls in bf16 with float32 weights and Adam state; "fused" runs each minibatch gradient step
+    # as one Pallas kernel per agent (kernels/ppo_update.py); rollout_unroll unrolls the rollout loop that many steps
     matmul_dtype: str = "float32"
     update_kernel: str = "xla"
     rollout_unroll: int = 1

@@ -7,10 +7,10 @@ many seeds or a hyperparameter grid in that program.
 
 Variants plug in through hooks (`objectives.py`): `objective` for the policy,
 `value_loss` for the critic, and `observe` for what the agent sees (an
-adversary's cheap-talk messages, see `studies/act/cheap_talk.py`). Each hook receives
-the run's `hp` and `meta_params`. The network is a hook too: anything with the
-sequence contract of `nets/actor_critic.py`, with or without memory (a GRU core keeps whole
-sequences in its minibatches). This file has no per-variant branches.
+adversary's cheap-talk messages, see `studies/act/cheap_talk.py`). Each hook
+receives the run's `hp` and `meta_params`. The network is a hook too: anything with
+the sequence contract of `nets/actor_critic.py`, with or without memory (a GRU core
+keeps whole sequences in its minibatches). This file has no per-variant branches.
 
 Time limits: the value is bootstrapped from the final observation of a
 truncated episode, and not after a real termination.

@@ -2,9 +2,9 @@
 
 Every document under docs/results/ is written by a command run with `--report PATH`. That command
 records one *part* of the document in `manifest.json` beside it (a document such as dpo.md has one
-part per env; act.md one per phase and train-time env). A part is stale when the computation that made it changed (its
-fingerprint, `purerl.publish.fingerprint`: the lowered programs, host numerics, inputs and versions of the commands
-that make it; a part made before fingerprints falls back to the source hash of its study's dependency
+part per env; act.md one per phase and train-time env). A part is stale when the computation that made it
+changed (its fingerprint, `purerl.publish.fingerprint`: the lowered programs, host numerics, inputs and versions of
+the commands that make it; a part made before fingerprints falls back to the source hash of its study's dependency
 files), when it ran on uncommitted source, or when the registry no longer lists the command that made it.
 `purerl results --check` lists stale parts and what changed (`--mark` writes that into the documents);
 `scripts/reproduce.sh` regenerates them.
