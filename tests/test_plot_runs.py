@@ -45,7 +45,6 @@ def test_labels_show_only_the_fields_that_differ_and_grid_rows_their_own_setting
     # the first run trains at the base lr; the second run's rows are its grid's lrs, never that base
     assert labels == [{"default": "num_envs=4, lr=0.00025"},
                       {"lr=0.001": "num_envs=8, lr=0.001", "lr=0.003": "num_envs=8, lr=0.003"}]
-    assert side_by_side.run_labels(loaded) == ["num_envs=4, lr=0.00025", "num_envs=8, lr=0.001|0.003"]
     assert set(loaded[1].series("episode_return")) == {"lr=0.001", "lr=0.003"}
     assert loaded[1].series("episode_return")["lr=0.001"].shape == (8, 2)  # 2048 / (8 x 32) updates, 2 seeds
 
@@ -55,18 +54,19 @@ def test_labels_across_algorithms_name_the_algorithm_and_no_other_algorithms_fie
     labels = [label for per_run in side_by_side.curve_labels(loaded) for label in per_run.values()]
     assert labels == ["ppo: num_envs=4, lr=0.00025", "ppo: num_envs=8, lr=0.001", "ppo: num_envs=8, lr=0.003", "dqn"]
     identical = [side_by_side.load(two_runs[0]), side_by_side.load(two_runs[0])]  # nothing differs: the directory tells them apart
-    assert side_by_side.run_labels(identical) == ["four-envs", "four-envs"]
+    assert side_by_side.curve_labels(identical) == [{"default": "four-envs"}, {"default": "four-envs"}]
 
 
 def test_settings_that_differ_only_between_environments_go_in_the_panel_titles(tmp_path):
     def run(name, algo, env, steps):
         config = {"command": "train", "algo": algo, "seeds": [0], "grid": [], "hyperparams": {"lr": 0.001},
                   "config": {"env": env, "total_timesteps": steps}}
-        return side_by_side.Run(tmp_path / name, config, {})
+        return side_by_side.Run(tmp_path / name, config, {"episode_return_mean": np.zeros(1)})
 
     same = [run("a", "ppo", "CartPole-v1", 100), run("b", "ppo", "Acrobot-v1", 500)]
     assert side_by_side.panel_notes(same) == {"CartPole-v1": "total_timesteps=100", "Acrobot-v1": "total_timesteps=500"}
-    assert side_by_side.run_labels(same) == ["a", "b"]  # the panel tells them apart; the label falls back to the directory
+    # the panel tells them apart; the label falls back to the directory
+    assert side_by_side.curve_labels(same) == [{"default": "a"}, {"default": "b"}]
     mixed = [*same, run("c", "dqn", "CartPole-v1", 100)]
     assert side_by_side.panel_notes(mixed) == {}  # different algorithms per panel: their defaults are not the panel's
 

@@ -82,11 +82,6 @@ def load(path: Path) -> Run:
     return Run(path, config, {name: values[:, i] for i, name in enumerate(rows[0])})
 
 
-def run_labels(runs: list[Run]) -> list[str]:
-    """One label per run (its grid as `lr=0.001|0.003`) by what differs between the runs: see `_labels`."""
-    return _labels([(_algo(run), _env(run), _fields(run, "default"), run.path.name) for run in runs])
-
-
 def curve_labels(runs: list[Run], metric: str = "episode_return") -> list[dict[str, str]]:
     """Per run, a label for each of its curves (grid setting) of `metric`, by what differs between all of them."""
     keys = [(i, setting) for i, run in enumerate(runs) for setting in run.series(metric)]
