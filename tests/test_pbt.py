@@ -41,9 +41,11 @@ PBT = ["train", "--pbt", "--seeds", "4", "--pbt-interval", "4", *SMALL]
 
 def with_scores(host: pbt.PBTState, scores, stop: int) -> pbt.PBTState:
     """`host` with every member's return over the updates before `stop` set to its score."""
-    returns = np.array(host.train.metrics["episode_return"])
+    returns, episodes = np.array(host.train.metrics["episode_return"]), np.array(host.train.metrics["episodes"])
     returns[:, :stop] = np.asarray(scores, np.float32)[:, None]
-    return host._replace(train=host.train._replace(metrics={**host.train.metrics, "episode_return": returns}))
+    episodes[:, :stop] = 1.0
+    return host._replace(train=host.train._replace(metrics={**host.train.metrics, "episode_return": returns,
+                                                            "episodes": episodes}))
 
 
 def test_exploit_copies_the_whole_state_of_a_top_member_and_explore_moves_its_hyperparameters():
@@ -86,6 +88,22 @@ class Tiny(NamedTuple):
     metrics: dict
 
 
+def tiny_runs(scores, episodes=None, updates: int = 4) -> pbt.PBTState:
+    """Six slots whose params are their index, each update's return its score: one episode an update where the
+    score is a number (NaN returns of ended episodes where `episodes` says so: a diverged member), none where
+    it is NaN, unless per-update `episodes` ([members, updates]) are given."""
+    returns = np.tile(np.array(scores, np.float32)[:, None], (1, updates))
+    if episodes is None:
+        episodes = np.where(np.isnan(returns), 0.0, 1.0)
+    n = len(scores)
+    return pbt.PBTState(
+        train=Tiny(params=jnp.arange(float(n)), key=jnp.zeros((n, 2), jnp.uint32),
+                   metrics={"episode_return": jnp.asarray(returns), "episodes": jnp.asarray(episodes, jnp.float32)}),
+        hp=HyperParams(*(jnp.full((n,), v, jnp.float32) for v in HyperParams(lr=1e-3))),
+        key=jax.vmap(jax.random.PRNGKey)(jnp.arange(n)), parents=jnp.full((n, 1), -1, jnp.int32),
+        scores=jnp.full((n, 1), jnp.nan), explored=jnp.full((n, 2, 1), jnp.nan))
+
+
 @pytest.mark.parametrize("scores, copied", [
     ([np.nan, 1, 2, 3, 4, 9], 2),  # member 0 has no score, member 5 is padding: 4 ranked, 2 copies
     ([np.nan, np.nan, 2, np.nan, 4, 9], 1),  # 2 ranked: one copy, so the groups never overlap
@@ -93,13 +111,7 @@ class Tiny(NamedTuple):
 ])
 def test_members_without_a_score_and_padding_are_neither_copied_nor_replaced(scores, copied):
     config = PBTConfig(interval=2, fraction=0.5, explore=(Bound("lr", 1e-4, 1e-2),))
-    runs = pbt.PBTState(
-        train=Tiny(params=jnp.arange(6.0), key=jnp.zeros((6, 2), jnp.uint32),
-                   metrics={"episode_return": jnp.asarray(np.tile(np.array(scores, np.float32)[:, None], (1, 4)))}),
-        hp=HyperParams(*(jnp.full((6,), v, jnp.float32) for v in HyperParams(lr=1e-3))),
-        key=jax.vmap(jax.random.PRNGKey)(jnp.arange(6)), parents=jnp.full((6, 1), -1, jnp.int32),
-        scores=jnp.full((6, 1), jnp.nan), explored=jnp.full((6, 2, 1), jnp.nan))
-    after = pbt.exploit_and_explore(runs, jnp.int32(2), config, num_members=5)
+    after = pbt.exploit_and_explore(tiny_runs(scores), jnp.int32(2), config, num_members=5)
     parents = np.asarray(after.parents[:, 0])
     changed = np.flatnonzero(parents != np.arange(6))
     assert len(changed) == copied
@@ -107,6 +119,51 @@ def test_members_without_a_score_and_padding_are_neither_copied_nor_replaced(sco
     assert set(changed) <= set(ranked) and set(parents[changed]) <= set(ranked)
     assert all(scores[p] > scores[c] for c, p in zip(changed, parents[changed]))
     np.testing.assert_array_equal(after.train.params, np.arange(6.0)[parents])
+
+
+def test_a_diverged_member_is_replaced_first_and_never_copied():
+    """Its episodes end with NaN returns (a policy with NaN parameters acts NaN in a continuous env); it used
+    to read as "no episode ended", kept its slot for the rest of the run and spared the worst healthy member."""
+    config = PBTConfig(interval=2, fraction=0.25, explore=(Bound("lr", 1e-4, 1e-2),))
+    scores = [10.0, np.nan, 50.0, 100.0]
+    episodes = np.ones((4, 4))  # member 1's episodes ended, with NaN returns
+    after = pbt.exploit_and_explore(tiny_runs(scores, episodes), jnp.int32(2), config, num_members=4)
+    parents = np.asarray(after.parents[:, 0])
+    assert parents[1] == 3 and list(parents[[0, 2, 3]]) == [0, 2, 3]  # the diverged one copies the best
+    assert np.isfinite(np.asarray(after.train.params)).all() and np.isnan(after.scores[1, 0])
+    mostly = pbt.exploit_and_explore(tiny_runs([np.nan, np.nan, np.nan, 7.0], episodes), jnp.int32(2), config, 4)
+    assert list(np.asarray(mostly.parents[:, 0])) == [3, 1, 2, 3]  # one healthy member: one copy, from it
+
+
+def test_members_that_tie_are_not_copied_for_nothing():
+    config = PBTConfig(interval=2, fraction=0.5, explore=(Bound("lr", 1e-4, 1e-2),))
+    after = pbt.exploit_and_explore(tiny_runs([500.0] * 4), jnp.int32(2), config, num_members=4)
+    assert list(np.asarray(after.parents[:, 0])) == [0, 1, 2, 3]
+    np.testing.assert_array_equal(after.hp.lr, np.full(4, 1e-3, np.float32))  # nor explored
+
+
+def test_the_score_weighs_every_episode_the_same():
+    """Update 0: one episode of 100; update 1: nine of 10. The mean over episodes is 19, not the mean of the
+    updates' means (55), which would rank this member above one whose 10 episodes all returned 30."""
+    config = PBTConfig(interval=2, fraction=0.5, explore=(Bound("lr", 1e-4, 1e-2),))
+    runs = tiny_runs([0.0, 30.0], np.array([[1.0, 9.0], [5.0, 5.0]]), updates=2)
+    runs = runs._replace(train=runs.train._replace(metrics={
+        **runs.train.metrics, "episode_return": jnp.asarray([[100.0, 10.0], [30.0, 30.0]])}))
+    after = pbt.exploit_and_explore(runs, jnp.int32(2), config, num_members=2)
+    np.testing.assert_allclose(after.scores[:, 0], [19.0, 30.0])
+    assert list(np.asarray(after.parents[:, 0])) == [1, 1]
+
+
+def test_a_break_between_chunk_ends_leaves_every_later_chunk_end_on_the_grid():
+    """Rounds run at chunk ends that are multiples of the interval; an evaluation break at update 15 used to
+    shift every later chunk to 25, 35, ..., so no later round ran and their parents stayed -1."""
+    from purerl.run.chunks import run_chunks
+
+    seen = []
+    advance = jax.jit(lambda runs, start, stop: runs + (stop - start))
+    runs, _ = run_chunks(advance, jnp.zeros((1,), jnp.int32), Placement.for_members(1), 1, 50, chunk=10,
+                         on_chunk=lambda start, stop, runs, timing: seen.append(stop), breaks=(15,))
+    assert seen == [10, 15, 20, 30, 40, 50] and int(runs[0]) == 50
 
 
 def test_explore_stays_in_its_range_and_resamples_from_the_prior():

@@ -81,7 +81,8 @@ def run_chunks(advance, runs, placement: Placement, num_members: int, total: int
         last_checkpoint = time.perf_counter()
         while done < total:
             stop_if_requested(stop_signal)  # heard during the compile or the last chunk, which it checkpointed
-            stop = min([done + chunk, total, *(b for b in breaks if b > done)])
+            # the next multiple of `chunk` (so a break between them leaves the grid PBT rounds end on), or a break
+            stop = min([(done // chunk + 1) * chunk, total, *(b for b in breaks if b > done)])
             tick = time.perf_counter()
             runs = jax.block_until_ready(compiled(runs, *shared, int32(done), int32(stop)))
             timing["chunk_s"] = time.perf_counter() - tick

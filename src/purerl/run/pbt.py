@@ -108,24 +108,39 @@ def member_start(init, config: PBTConfig, num_updates: int):
 def exploit_and_explore(runs: PBTState, stop: jax.Array, config: PBTConfig, num_members: int) -> PBTState:
     """One PBT round over the whole (padded) population, after update `stop - 1`.
 
-    A member's score is the mean return of the episodes that ended in its last `window` updates; a member
-    with none (NaN) and the padding `Placement` adds are neither copied nor replaced. Truncation selection:
-    the `floor(fraction * members)` worst copy one of as many best, drawn uniformly (fewer when under twice
-    that many members have a score, so the two groups never overlap); ties rank the lower index first.
+    A member's score is the mean return of the episodes that ended in its last `window` updates (each episode
+    weighs the same). A member with none (NaN) and the padding `Placement` adds are neither copied nor replaced;
+    a member whose episodes ended with a return that is not finite has diverged, and ranks below every other, so
+    that it is replaced first and never copied. Truncation selection: the `floor(fraction * members)` worst copy
+    one of as many best, drawn uniformly (fewer when under twice that many members have a score, so the two
+    groups never overlap); a loser whose score equals its drawn source's keeps its own state, so members that
+    tie (at an env's maximum return, say) are not copied for nothing.
     """
     window = config.window or config.interval
-    returns = jax.lax.dynamic_slice_in_dim(runs.train.metrics["episode_return"], stop - window, window, axis=1)
-    score = jnp.nanmean(returns, axis=1)
+
+    def last(name):
+        return jax.lax.dynamic_slice_in_dim(runs.train.metrics[name], stop - window, window, axis=1)
+
+    returns, episodes = last("episode_return"), last("episodes")
+    ended = episodes > 0
+    total = jnp.where(ended, episodes, 0.0).sum(axis=1)
+    score = jnp.where(total > 0, jnp.where(ended, returns * episodes, 0.0).sum(axis=1) / jnp.maximum(total, 1.0),
+                      jnp.nan)
     slots = score.shape[0]
-    ranked_ok = jnp.isfinite(score) & (jnp.arange(slots) < num_members)
-    ranked = jnp.argsort(jnp.where(ranked_ok, score, jnp.inf), stable=True)  # worst first, the unranked last
+    member = jnp.arange(slots) < num_members
+    diverged = (ended & ~jnp.isfinite(returns)).any(axis=1) & member
+    healthy = jnp.isfinite(score) & member & ~diverged
+    ranked_ok = healthy | diverged
+    rank_score = jnp.where(diverged, -jnp.inf, jnp.where(healthy, score, jnp.inf))
+    ranked = jnp.argsort(rank_score, stable=True)  # diverged first, worst first, the unranked last
     size = int(config.fraction * num_members)
-    count = jnp.minimum(size, ranked_ok.sum() // 2)
+    count = jnp.minimum(size, jnp.minimum(ranked_ok.sum() // 2, healthy.sum()))
     losers = ranked[:size]
-    replaced = jnp.arange(size) < count
     keys = jax.vmap(lambda k: jax.random.split(k, 3))(runs.key)
     picks = jax.vmap(lambda k: jax.random.randint(k, (), 0, jnp.maximum(count, 1)))(keys[losers, 1])
-    sources = jnp.where(replaced, ranked[ranked_ok.sum() - 1 - picks], losers)  # a loser not replaced keeps itself
+    drawn = ranked[ranked_ok.sum() - 1 - picks]
+    replaced = (jnp.arange(size) < count) & (rank_score[losers] < rank_score[drawn])
+    sources = jnp.where(replaced, drawn, losers)  # a loser not replaced keeps itself
 
     moved = {name: jax.tree.map(lambda x: x.at[losers].set(x[sources]), getattr(runs.train, name))
              for name in runs.train._fields if name not in KEEP}
