@@ -90,6 +90,11 @@ def test_seed_summaries_claim_a_ci_only_from_ten_seeds():
     assert few["ci95_low"] is None and few["n"] == 3 and few["values"] == [0.1, 0.3, 0.2]
     assert report.format_cell(few) == "+0.20 (n=3: +0.10, +0.30, +0.20)"
     assert many["ci95_low"] < many["mean"] < many["ci95_high"] and "[" in report.format_cell(many)
+    assert "not_finite" not in many  # the key appears only where a seed was left out
+    lost = runs.summarize_seeds([*np.linspace(0, 1, 10), np.nan, np.inf])
+    assert lost["n"] == 10 and lost["not_finite"] == 2
+    assert report.format_cell(lost).endswith("] (n=10, 2 seed(s) not finite left out)")
+    assert report.format_cell(runs.summarize_seeds([np.nan])) == "n/a (1 seed(s) not finite left out)"
 
 
 def test_meta_game_time_limit_truncates_and_resets(ipd_nl):

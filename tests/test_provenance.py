@@ -129,6 +129,66 @@ def test_results_check_exits_1_on_stale_documents_and_lists_them(toy, tmp_path, 
     assert "all 1 documents current" in capsys.readouterr().out
 
 
+def _toy_render(report):
+    """The toy study's renderer: its words from its manifest, as a real study's report writer does."""
+    report.write_text("\n".join(["# toy", "", *document.header(report, "toy"), "| a | 1.0 |", ""]))
+
+
+def test_results_render_writes_a_document_again_from_its_records_and_says_so(toy, tmp_path, monkeypatch, capsys):
+    rendered = provenance.Study(**{**STUDY.__dict__, "render": f"{__name__}:_toy_render"})
+    monkeypatch.setattr(provenance, "STUDIES", {"toy": rendered})
+    report = tmp_path / "toy.md"
+    for part in ("a", "b"):
+        provenance.record("toy", report, part, LISTED, 1.0, BUDGET)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["toy.md"]["parts"]["a"]["stale"] = "program ppo run changed"
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    report.write_text("old words\n")
+    assert main(["results", "--render", "toy.md", "--results-dir", str(tmp_path)]) == 0
+    text = report.read_text()
+    assert "old words" not in text and "by `purerl results --render toy.md --results-dir" in text
+    assert "at commit `" + "c0ffee" * 6 + "abcd`" in text and "the numbers are the parts' own" in text
+    assert "STALE: 1 part(s)" in text and "| a **[STALE]** | 1.0 |" in text  # its recorded marks kept
+    provenance.record("toy", report, "b", LISTED, 1.0, BUDGET)  # a regenerated part writes the document anew
+    assert "rendered" not in json.loads((tmp_path / "manifest.json").read_text())["toy.md"]
+
+
+def _failing_render(report):
+    raise RuntimeError("a writer that fails")
+
+
+def test_a_render_that_fails_leaves_the_manifest_as_it_was(toy, tmp_path, monkeypatch):
+    monkeypatch.setattr(provenance, "STUDIES", {"toy": provenance.Study(
+        **{**STUDY.__dict__, "render": f"{__name__}:_failing_render"})})
+    provenance.record("toy", tmp_path / "toy.md", "a", LISTED, 1.0, BUDGET)
+    before = (tmp_path / "manifest.json").read_bytes()
+    with pytest.raises(RuntimeError):
+        main(["results", "--render", "toy.md", "--results-dir", str(tmp_path)])
+    assert (tmp_path / "manifest.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("setup, argv, message", [
+    (None, ["nope.md"], "nope.md: no such document"),
+    (None, ["toy.md"], "the toy study has no renderer"),
+    ("render", ["toy.md", "--mark"], "--mark goes with --check"),
+    ("render dirty", ["toy.md"], "commit first"),
+])
+def test_results_render_refuses_bad_input_with_one_line_and_writes_nothing(toy, tmp_path, monkeypatch, capsys,
+                                                                            setup, argv, message):
+    if setup:
+        monkeypatch.setattr(provenance, "STUDIES", {"toy": provenance.Study(
+            **{**STUDY.__dict__, "render": f"{__name__}:_toy_render"})})
+    if setup and "dirty" in setup:
+        monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 6 + "abcd", True))
+    provenance.record("toy", tmp_path / "toy.md", "a", LISTED, 1.0, BUDGET)
+    (tmp_path / "toy.md").write_text("words\n")
+    before = {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert main(["results", "--render", *argv, "--results-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
 def test_results_commands_prints_the_registered_commands_and_rejects_unknown_studies(toy, capsys):
     assert main(["results", "--commands", "toy", "--runs-dir", "/scratch"]) == 0
     assert capsys.readouterr().out == "purerl compare --seeds 10 --runs-dir /scratch/toy\n"
@@ -187,6 +247,31 @@ def test_fewer_than_10_seeds_show_per_seed_values_and_no_ci():
     assert t["ci_valid"] and stats.describe(t) == f"{t['iqm']:.1f} [{t['ci95_low']:.1f}, {t['ci95_high']:.1f}]"
 
 
+def test_a_seed_that_is_not_finite_gives_no_interval_and_is_named():
+    values = np.arange(12.0)
+    values[3] = np.nan  # a diverged seed
+    s = stats.summarize(values)
+    assert not s["ci_valid"] and s["n"] == 12
+    assert stats.describe(s).endswith("(n=12, 1 not finite, no CI)")
+    assert stats.separation(s, stats.summarize(np.arange(12.0) + 100)) == 0
+    assert stats.not_finite(s) and not stats.not_finite(stats.summarize(np.arange(12.0)))
+    from purerl.studies.pbt import design as pbt_design
+    from purerl.studies.versus import design as versus_design
+
+    other = stats.summarize(np.arange(12.0))
+    assert versus_design.verdict(s, other, "A", "B").endswith("(no CI: a seed's value is not finite (diverged))")
+    assert "a repetition's value is not finite" in pbt_design.verdict(s, other, "A", "B")
+    d = stats.paired_difference(values, np.zeros(12))
+    assert not d["ci_valid"] and d["verdict"] == "not distinguishable"
+
+
+def test_a_paired_difference_needs_one_value_per_seed_on_both_sides():
+    with pytest.raises(ValueError, match="one value per seed"):
+        stats.paired_difference(np.arange(12.0), [0.0])
+    with pytest.raises(ValueError, match="one value per seed"):
+        stats.paired_difference(np.ones((2, 12)), np.ones((2, 12)))
+
+
 def test_a_verdict_needs_two_valid_non_overlapping_intervals():
     low, high = stats.summarize(np.arange(10.0)), stats.summarize(np.arange(10.0) + 100)
     assert stats.separation(high, low) == 1 and stats.separation(low, high) == -1
@@ -229,10 +314,31 @@ def test_the_compare_report_says_whether_ppo_had_flattened_and_what_the_paper_cl
     for record in (rising, flat):
         (folder / f"{files.slug(record['env'])}.json").write_text(json.dumps(record))
     text = compare.write_report(folder, tmp_path / "dpo.md", "T").read_text()
-    assert "at 80%, 104.5 [" in text and "at the end, still rising (CIs separate); paper: DPO and LPO ahead" in text
+    assert "at 80%, 104.5 [" in text and "per seed +50.0 [+50.0, +50.0]: still rising; paper: DPO and LPO ahead" in text
     assert "the authors' code trains ant for 3e7 steps" in text
-    assert "at the end, flattened (CIs overlap); paper: none found" in text
+    assert "per seed -0.5 [-0.5, -0.5]: falling; paper: none found" in text  # CIs overlap; paired, it fell
     assert compare.paper_claim("brax:hopper").startswith("not one of the paper's Brax tasks")
+
+
+def test_the_compare_report_calls_no_change_where_the_paired_difference_is_not_resolved():
+    rng = np.random.default_rng(0)
+    late = rng.normal(100.0, 10.0, 12)
+    ppo = {"final_return": stats.summarize(late + rng.normal(0.0, 5.0, 12)), "return_at_80pct": stats.summarize(late)}
+    assert compare._flatness(ppo).endswith(": no change resolved")
+
+
+def test_a_best_objective_must_clear_every_other_objective_not_only_the_runner_up():
+    def row(values):
+        return {"final_return": stats.summarize(np.asarray(values, float))}
+
+    ten = np.arange(10.0)
+    wide = np.linspace(15.0, 145.0, 10)  # the lowest IQM (80), but an interval that reaches the best one's
+    rows = {"ppo": row(ten + 100), "dpo": row(ten + 80), "lpo": row(wide)}
+    assert stats.separation(rows["ppo"]["final_return"], rows["lpo"]["final_return"]) == 0
+    assert stats.separation(rows["ppo"]["final_return"], rows["dpo"]["final_return"]) == 1  # the runner-up is clear
+    assert compare._verdict(rows) == stats.NOT_DISTINGUISHABLE
+    assert compare._verdict({"ppo": row(ten + 100), "dpo": row(ten)}) == "ppo (CI clear of dpo)"
+    assert compare._verdict({"ppo": row(ten)}) == "-"
 
 
 def test_a_document_outside_the_results_folder_is_checked_against_the_manifest_beside_it(toy, tmp_path, monkeypatch):

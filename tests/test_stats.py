@@ -37,3 +37,33 @@ def test_train_summary_shows_a_ci_only_from_10_seeds(capsys):
     assert "per seed 10.0, 20.0, 30.0, 40.0 (n=4, no CI)" in rows["lr=0.1"] and "[" not in rows["lr=0.1"]
     low, high = by_setting["lr=0.2"]["ci95_low"], by_setting["lr=0.2"]["ci95_high"]
     assert f"[{low:.1f}, {high:.1f}]" in rows["lr=0.2"]
+
+
+def test_a_diverged_member_has_no_final_return_rather_than_its_last_one_before_it_diverged():
+    from purerl.run import results
+
+    returns = np.tile(np.arange(30.0)[:, None], (1, 3))
+    episodes = np.ones_like(returns)
+    returns[::3, 1] = np.nan  # member 1: no episode ended in every third update, which the last return fills
+    episodes[::3, 1] = 0.0
+    returns[20:, 2] = np.nan  # member 2 diverged at update 20: its episodes still end, with NaN returns
+    final = results.final_returns(returns, episodes)
+    assert final[0] == np.mean(np.arange(20.0, 30.0)) and np.isfinite(final[1]) and np.isnan(final[2])
+    assert results.final_returns(returns)[2] == 19.0  # without episodes it cannot tell: the filled value
+    returns[25:, 2] = 7.0  # a PBT member that diverged, then took a healthy member's state: recovered
+    assert results.final_returns(returns, episodes)[2] == 13.0  # (19 x 5 filled + 7 x 5) / 10
+
+
+def test_a_json_record_of_a_diverged_seed_reads_as_not_finite():
+    """json_safe stores NaN as None: the words made from a record must still say what it is."""
+    from purerl.meta import compare
+    from purerl.run.results import json_safe
+
+    record = json_safe(stats.summarize(np.array([np.nan, *range(11)])))
+    assert record["values"][0] is None and stats.not_finite(record)
+    words = stats.describe(record)
+    assert words.startswith("per seed nan, 0.0") and words.endswith("(n=12, 1 not finite, no CI)")
+    fine = stats.summarize(np.arange(12.0))
+    rows = {"ppo": {"final_return": record}, "dpo": {"final_return": fine}}
+    assert compare._verdict(rows) == stats.NOT_DISTINGUISHABLE
+    assert compare._flatness({"final_return": record, "return_at_80pct": fine}).endswith("(a seed diverged)")

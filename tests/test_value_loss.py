@@ -255,6 +255,30 @@ def test_a_record_before_tuning_renders_without_the_new_sections_and_an_extended
         "| setting | steps | n | learned | l2 | clipped_l2 | tuned_l2 | learned_scale_only |")
 
 
+def test_each_comparison_is_judged_by_both_tests_and_the_words_say_which_resolved():
+    """IQM CIs apart and a paired mean difference clear of 0 answer different questions on the same seeds; a
+    document that printed one as 'not distinguishable' beside the other's verdict contradicted itself."""
+    base = np.linspace(100.0, 200.0, 16)
+
+    def rows(**shift):
+        return {name: {"auc": stats.summarize(base + d), "auc_per_seed": list(base + d)}
+                for name, d in {"learned": 0.0, **shift}.items()}
+
+    def judged(candidates):
+        rec = {"paired": record.paired({"training_budget": candidates}, ["learned"])}
+        return markdown.judge(rec, "training_budget", "learned", "l2", candidates)
+
+    assert judged(rows(l2=-100.0)) == "better by both tests"
+    assert judged(rows(l2=100.0)) == "worse by both tests"
+    assert judged(rows(l2=-2.0)) == "better by the paired mean only"  # a constant shift: the IQMs' CIs overlap
+    noisy = base + np.where(np.arange(16) % 2, 40.0, -40.0)
+    mixed = {"learned": {"auc": stats.summarize(base), "auc_per_seed": list(base)},
+             "l2": {"auc": stats.summarize(noisy), "auc_per_seed": list(noisy)}}
+    assert judged(mixed) == "not resolved by either test"
+    without = rows(l2=-100.0)
+    assert markdown.judge({}, "training_budget", "learned", "l2", without) == "better (IQM CIs apart)"
+
+
 def test_cli_refuses_a_form_for_another_task_and_tune_runs_without_tuning(tmp_path, capsys):
     assert main(["evolve", "lpo", "--loss-form", "mlp", "--out", str(tmp_path / "x")]) == 2
     assert "--loss-form is the value-loss task's" in capsys.readouterr().err

@@ -41,13 +41,14 @@ def summarize(x: np.ndarray) -> dict:
     """Mean, IQM and 95% bootstrap CI of the IQM for one value per seed, and the values themselves.
 
     `ci_valid` is False below MIN_SEEDS_FOR_CI seeds: the bootstrap interval of a handful of seeds is
-    little more than their range, so callers show `values` instead (see `describe`).
+    little more than their range, so callers show `values` instead (see `describe`). It is False too when a
+    value is not finite (a diverged seed): its interval would be NaN, and dropping the seed would hide it.
     """
     x = np.asarray(x, dtype=np.float64)
     low, high = bootstrap_ci(x)
     return {
         "values": [float(v) for v in x],
-        "ci_valid": bool(x.size >= MIN_SEEDS_FOR_CI),
+        "ci_valid": bool(x.size >= MIN_SEEDS_FOR_CI and np.isfinite(x).all()),
         "mean": float(np.mean(x)),
         "std": float(np.std(x)),
         "iqm": float(iqm(x)),
@@ -60,10 +61,25 @@ def summarize(x: np.ndarray) -> dict:
 
 
 def describe(s: dict, digits: int = 1) -> str:
-    """'IQM [low, high]' with a valid CI, else every per-seed value and n."""
+    """'IQM [low, high]' with a valid CI, else every per-seed value and n, naming seeds whose value is not
+    finite (diverged ones)."""
     if s.get("ci_valid", s["n"] >= MIN_SEEDS_FOR_CI):
         return f"{s['iqm']:.{digits}f} [{s['ci95_low']:.{digits}f}, {s['ci95_high']:.{digits}f}]"
-    return "per seed " + ", ".join(f"{v:.{digits}f}" for v in s["values"]) + f" (n={s['n']}, no CI)"
+    lost = sum(not _finite(v) for v in s["values"])
+    why = f"{lost} not finite, no CI" if lost else "no CI"
+    return ("per seed " + ", ".join(f"{v:.{digits}f}" if _finite(v) else "nan" for v in s["values"])
+            + f" (n={s['n']}, {why})")
+
+
+def _finite(value) -> bool:
+    """A seed's value is a number: not NaN or infinite, nor None (how a JSON record stores those)."""
+    return value is not None and bool(np.isfinite(value))
+
+
+def not_finite(*summaries: dict) -> bool:
+    """Whether a `summarize`d seed's value is not finite (a diverged run): why such values give no interval
+    when they have enough seeds."""
+    return any(not _finite(v) for s in summaries for v in s["values"])
 
 
 def separation(a: dict, b: dict) -> int:
@@ -75,18 +91,24 @@ def separation(a: dict, b: dict) -> int:
 
 def paired_difference(a, b) -> dict:
     """The mean over seeds of a - b on the same seeds, with its 95% percentile-bootstrap CI, and 'better' /
-    'worse' only when that CI excludes 0 (no CI, and no verdict, below MIN_SEEDS_FOR_CI). Pairing removes what
-    the seeds share, so it resolves differences that two separate CIs (`separation`) cannot."""
-    differences = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    'worse' only when that CI excludes 0 (no CI, and no verdict, below MIN_SEEDS_FOR_CI seeds or with a
+    difference that is not finite). Pairing removes what the seeds share, so it resolves differences that two
+    separate CIs (`separation`) cannot."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"paired_difference needs one value per seed on both sides, got shapes {a.shape} and "
+                         f"{b.shape}")
+    differences = a - b
     low, high = bootstrap_ci(differences, statistic=lambda x, axis: np.mean(x, axis=axis))
-    valid = differences.size >= MIN_SEEDS_FOR_CI
+    valid = differences.size >= MIN_SEEDS_FOR_CI and bool(np.isfinite(differences).all())
     judged = "better" if valid and low > 0 else "worse" if valid and high < 0 else "not distinguishable"
     return {"mean": float(differences.mean()), "ci95_low": float(low), "ci95_high": float(high),
             "n": int(differences.size), "ci_valid": bool(valid), "verdict": judged}
 
 
 def describe_paired(d: dict, digits: int = 1) -> str:
-    """A `paired_difference` as '+mean [low, high]', or '+mean (n=N, no CI)' below MIN_SEEDS_FOR_CI seeds."""
+    """A `paired_difference` as '+mean [low, high]', or '+mean (n=N, no CI)' below MIN_SEEDS_FOR_CI seeds
+    or with a difference that is not finite."""
     if not d["ci_valid"]:
         return f"{d['mean']:+.{digits}f} (n={d['n']}, no CI)"
     return f"{d['mean']:+.{digits}f} [{d['ci95_low']:+.{digits}f}, {d['ci95_high']:+.{digits}f}]"

@@ -48,6 +48,9 @@ def add_results(sub) -> None:
     what.add_argument("--check", action="store_true", help="list every stale document; exit 1 if any")
     what.add_argument("--commands", nargs="*", metavar="STUDY", help="print the commands that regenerate "
                       "these studies (all when none is named), one per line")
+    what.add_argument("--render", nargs="+", metavar="DOC", help="write these documents (dpo.md ...) again from "
+                      "their committed records, without training, after a change to how their reports word the "
+                      "numbers; at a clean commit, which the document then names")
     results.add_argument("--mark", action="store_true", help="with --check: write each stale part's notice into its "
                          "document (at the top and beside the part) and the manifest, and clear the notices of "
                          "current parts; a part current to the bit whose record predates sketches gains them (its "
@@ -160,6 +163,10 @@ def cmd_results(args: argparse.Namespace) -> int:
     if args.results_dir is not None and not args.results_dir.is_dir():
         raise ConfigError(f"--results-dir {args.results_dir} is not a folder")
     results_dir = args.results_dir or provenance.RESULTS_DIR
+    if args.render:
+        if args.mark or args.no_cache:
+            raise ConfigError(f"{'--mark' if args.mark else '--no-cache'} goes with --check, not --render")
+        return _render(results_dir, args.render, args.argv)
     started = time.perf_counter()
     stale = staleness.stale_parts(results_dir, cache=True, refresh=args.no_cache)
     for document, reasons in stale.items():  # one line per stale part, the first beside the document's name
@@ -173,6 +180,49 @@ def cmd_results(args: argparse.Namespace) -> int:
     print((f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
            f"all {len(provenance.STUDIES)} documents current") + f" ({time.perf_counter() - started:.0f} s)")
     return 1 if stale else 0
+
+
+def _render(results_dir: Path, names: list[str], argv: list[str]) -> int:
+    """`purerl results --render DOC ...`: each document's words again from its records (`Study.render`). Every
+    name is checked, and the checkout must be clean, before anything is written."""
+    import importlib
+
+    from purerl.publish import document, provenance, staleness
+    from purerl.run import files
+
+    manifest = provenance.read_manifest(results_dir)
+    chosen = []
+    for name in names:
+        entry = manifest.get(Path(name).name)
+        if entry is None:
+            raise ConfigError(f"{name}: no such document in {results_dir} (choose from {', '.join(sorted(manifest))})")
+        study = provenance.STUDIES.get(entry.get("study"))
+        if study is None:
+            raise ConfigError(f"{name}: its manifest entry names no registered study ({entry.get('study')})")
+        if not study.render:
+            raise ConfigError(f"{name}: the {study.name} study has no renderer; regenerate it "
+                              f"(scripts/reproduce.sh {study.name})")
+        chosen.append((results_dir / Path(name).name, study.render))
+    commit, dirty = provenance.git_state()
+    if commit is None or dirty:
+        raise ConfigError("--render names the commit whose report code wrote the words: commit first (the checkout "
+                          + ("has uncommitted changes)" if commit else "is not a git checkout)"))
+    for report, target in chosen:
+        module, _, function = target.partition(":")
+        manifest_path = report.parent / provenance.MANIFEST
+        before = manifest_path.read_bytes()
+        provenance.record_render(report, argv)  # first: the writers read it, to say so in the document
+        try:
+            getattr(importlib.import_module(module), function)(report)
+        except BaseException:
+            files.write_atomic(manifest_path, before)  # no claim of a render that did not happen
+            raise
+        entry = provenance.read_manifest(report.parent)[report.name]  # its stale marks, as recorded
+        stale = {name: part["stale"] for name, part in entry["parts"].items() if part.get("stale")}
+        files.write_atomic(report, staleness.marked(report.read_text(), entry["study"], stale,
+                                                    document.missing_parts(entry["study"], entry["parts"])))
+        print(f"rendered {report}")
+    return 0
 
 
 def add_runs(sub) -> None:

@@ -165,8 +165,10 @@ def print_summary(out: Path, summary: dict) -> None:
     for label, s in summary["final_return_by_setting"].items():
         bad = sum(1 for m in diverged if label == "default" or m.startswith(f"{label},"))
         seeds = f"{s['n']} ({bad} diverged)" if bad else str(s["n"])
-        if s["mean"] is None:
+        if s["mean"] is None and not bad:
             table.add_row(label, seeds, "no episode ended", "")
+        elif s["mean"] is None:
+            table.add_row(label, seeds, "not finite", escape(stats.describe(s)))
         else:
             table.add_row(label, seeds, f"{s['mean']:.1f}", escape(stats.describe(s)))
     console = Console()
@@ -207,7 +209,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     provenance.record("dpo", report, record["env"], args.argv, record["training_s"],
                       {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]},
                       sessions=sessions if len(sessions) > 1 else None, wall_summed=True)
-    report = compare.write_report(results_dir, report, "Policy objectives: PPO, DPO and LPO")
+    report = compare.write_report(results_dir, report, compare.TITLE)
     for label, row in record["objectives"].items():
         s = row["final_return"]
         print(f"{record['env']} {label:4s} final return {stats.describe(s)}")

@@ -87,6 +87,15 @@ def _return_at(curve: np.ndarray, fraction: float) -> np.ndarray:
     return results.final_returns(curve[:max(results.FINAL_WINDOW, round(fraction * len(curve)))])
 
 
+TITLE = "Policy objectives: PPO, DPO and LPO"
+
+
+def render(report: Path) -> Path:
+    """The report again from the records beside it (`purerl results --render`)."""
+    report = Path(report)
+    return write_report(report.parent / report.stem, report, TITLE)
+
+
 def write_report(results_dir: Path, report: Path, title: str) -> Path:
     """The markdown table of every `<env>.json` in `results_dir` (generated; do not edit by hand)."""
     results_dir = Path(results_dir)
@@ -106,8 +115,9 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
                  for label in objectives]
         lines.append(f"| {r['env']} | {r['env_steps_per_run']:,} | {len(r['seeds'])} | " + " | ".join(cells) + " |")
     lines += ["", "Per env: the best objective and DPO against PPO (a verdict only where the 95% CIs do not overlap), "
-              f"whether PPO's curve had flattened (its return at {LATE_FRACTION:.0%} of the budget against its final "
-              "return), and what Lu et al. (2022) claim for that setting:", ""]
+              f"whether PPO's curve had flattened (its final return minus its return at {LATE_FRACTION:.0%} of the "
+              "budget, the mean of the per-seed differences with its 95% CI), and what Lu et al. (2022) claim for "
+              "that setting:", ""]
     lines += [f"- {r['env']}: best: {_verdict(r['objectives'])}; DPO against PPO: {_dpo_verdict(r['objectives'])}; "
               f"PPO's curve: {_flatness(r['objectives'].get('ppo'))}; paper: {paper_claim(r['env'])}." for r in records]
     lines += ["", _versus_ppo(records, "dpo"), ""]
@@ -161,23 +171,32 @@ def _dpo_verdict(rows: dict) -> str:
 
 
 def _flatness(ppo: dict | None) -> str:
-    """Flat when the CIs of PPO's return at LATE_FRACTION of the budget and at the end overlap: a budget where PPO
-    is still rising compares the objectives' speed, not what they reach."""
+    """Has PPO's curve flattened: its final return minus its return at LATE_FRACTION of the budget, paired on the
+    seeds (both come from the same runs). A budget where PPO is still rising compares the objectives' speed, not
+    what they reach; a difference whose CI includes 0 is not resolved, which is not the same as flat."""
     if ppo is None or "return_at_80pct" not in ppo:
         return "not recorded"
     late, final = ppo["return_at_80pct"], ppo["final_return"]
+    if stats.not_finite(late, final):
+        return f"{stats.describe(late)} at {LATE_FRACTION:.0%}, {stats.describe(final)} at the end (a seed diverged)"
     if not (late["ci_valid"] and final["ci_valid"]):
         return f"{late['iqm']:.1f} at {LATE_FRACTION:.0%}, {final['iqm']:.1f} at the end (too few seeds to judge)"
-    sign = stats.separation(final, late)
-    judged = {1: "still rising (CIs separate)", -1: "falling (CIs separate)", 0: "flattened (CIs overlap)"}[sign]
-    return f"{stats.describe(late)} at {LATE_FRACTION:.0%}, {stats.describe(final)} at the end, {judged}"
+    rise = stats.paired_difference(final["values"], late["values"])
+    judged = {"better": "still rising", "worse": "falling",
+              "not distinguishable": "no change resolved"}[rise["verdict"]]
+    return (f"{stats.describe(late)} at {LATE_FRACTION:.0%}, {stats.describe(final)} at the end; final minus "
+            f"{LATE_FRACTION:.0%} per seed {stats.describe_paired(rise)}: {judged}")
 
 
 def _verdict(rows: dict) -> str:
-    ranked = sorted(rows.items(), key=lambda kv: kv[1]["final_return"]["iqm"], reverse=True)
-    (best, b), (second, s) = ranked[0], ranked[1]
-    if stats.separation(b["final_return"], s["final_return"]) > 0:
-        return f"{best} (CI clear of {second})"
+    """The objective with the highest IQM, named only where its CI lies above every other objective's."""
+    if len(rows) < 2:
+        return "-"
+    ranked = sorted(rows.items(), key=lambda kv: -np.inf if kv[1]["final_return"]["iqm"] is None
+                    else kv[1]["final_return"]["iqm"], reverse=True)  # None: a JSON record's NaN
+    (best, b), others = ranked[0], ranked[1:]
+    if all(stats.separation(b["final_return"], o["final_return"]) > 0 for _, o in others):
+        return f"{best} (CI clear of {', '.join(name for name, _ in others)})"
     return stats.NOT_DISTINGUISHABLE
 
 

@@ -128,8 +128,9 @@ def _against_ppo(record: dict, kind: str, curves: dict[str, tuple[float, float]]
         verdict = (f"**LPO: not judged**: below {stats.MIN_SEEDS_FOR_CI} seeds a difference has no CI ({differences})."
                    if paired else "**LPO: not judged**: no drift's column holds the fitness.")
     elif ahead:
-        verdict = (f"**LPO: ahead of PPO on its training task**: {', '.join(ahead)} (paired 95% CI above zero; "
-                   f"{differences}).")
+        verdict = (f"**LPO: ahead of PPO on its training task**: {', '.join(ahead)} (paired 95% CI above zero"
+                   + (f" for {len(ahead)} of the {len(paired)} drifts, each interval 95% on its own, not widened "
+                      f"for testing {len(paired)}" if len(paired) > 1 else "") + f"; {differences}).")
     else:
         verdict = (f"**LPO: not reproduced at this budget**: no evolved drift is ahead of PPO on its own training "
                    f"task (no paired 95% CI above zero: {differences}).")

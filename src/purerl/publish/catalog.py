@@ -33,6 +33,9 @@ class Study:
     # against `authors` (repository at commit); every document shows them (`publish.differences`).
     differences: tuple[str, ...] = ()
     authors: str = ""  # "" for a study with no authors' code to compare with
+    # "module:function" that writes the document again from its committed records, with no training: run by
+    # `purerl results --render` after a change to how a report words its numbers ("" where it cannot).
+    render: str = ""
 
 
 _MINATAR = ("Breakout-MinAtar", "SpaceInvaders-MinAtar", "Asterix-MinAtar", "Freeway-MinAtar")
@@ -98,7 +101,7 @@ STUDIES = {s.name: s for s in (
         # budgets above. Long: `compare --resume` continues them.
         *(f"{_DPO_VS_PPO} --env {env} --seeds 10{_MINATAR_BUDGET.get(env, '')}" for env in _MINATAR),
         *(f"{_DPO_VS_PPO} --env {env} --seeds 10 --total-timesteps 4096000" for env in _BRAX),
-    ), *_by_authors("dpo")),
+    ), *_by_authors("dpo"), render="purerl.meta.compare:render"),
     # Re-evaluated from the committed evolutions, three ES seeds of each loss form (docs/results/value_loss/es_seedS,
     # the scaled form, and mlp_es_seedS; each folder holds its run's config.json and the provenance.json of the
     # sessions that made it on this 2-core CPU): L2 tuned on their training runs first, then 256 held-out seeds at the
@@ -107,7 +110,7 @@ STUDIES = {s.name: s for s in (
         "purerl analyze value-loss " + ",".join(f"docs/results/value_loss/{form}es_seed{seed}" for form in ("", "mlp_")
                                                  for seed in range(3))
         + " --seeds 256 --transfer-seeds 64 --tuned-l2 --report docs/results/value_loss.md",
-    ), *_by_authors("value_loss")),
+    ), *_by_authors("value_loss"), render="purerl.studies.value_loss.markdown:rerender"),
     Study("mfos", "mfos.md", TRAINING + _MFOS_MATRIX, ("ipd", "imp", "chicken"), (
         "purerl mfos table --preset small --report docs/results/mfos.md",
     ), *_by_authors("mfos")),
@@ -136,10 +139,11 @@ STUDIES = {s.name: s for s in (
     Study("pbt", "pbt.md", TRAINING + _PBT_SOURCES, ("Pendulum-v1", "Acrobot-v1"), (
         f"{_PBT} --env Pendulum-v1 --total-timesteps 491520",
         f"{_PBT} --env Acrobot-v1",
-    )),
+    ), render="purerl.studies.pbt.report:write_report"),
     Study("offpolicy", "offpolicy.md", TRAINING + ("envs/brax.py", "run/policy.py", "studies/versus/*.py"),
           _OFFPOLICY_ENVS,
-          tuple(f"{_VERSUS} --env {env}" for env in _OFFPOLICY_ENVS), *_by_authors("offpolicy")),
+          tuple(f"{_VERSUS} --env {env}" for env in _OFFPOLICY_ENVS), *_by_authors("offpolicy"),
+          render="purerl.studies.versus.report:write_report"),
 )}
 
 

@@ -172,6 +172,7 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
     manifest = read_manifest(report.parent)
     document = manifest.setdefault(report.name, {"study": study.name, "depends": list(study.depends), "parts": {}})
     document.update(study=study.name, depends=list(study.depends))
+    document.pop("rendered", None)  # the command that records a part writes the whole document anew
     document["parts"][part] = entry
     report.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -210,6 +211,18 @@ def listed(study: Study, command: str) -> bool:
     command = " ".join(word for word in shlex.split(command) if word != "--resume")
     return any(re.fullmatch(re.escape(registered).replace(re.escape("{runs}"), r"\S+"), command)
                for registered in study.commands)
+
+
+def record_render(report: Path, argv: list[str]) -> dict:
+    """Note in the manifest that `report`'s words are being rendered again from its records (`purerl results
+    --render`): the command, commit and date that `document.rendered_words` shows."""
+    report = Path(report)
+    facts = run_facts(argv)
+    rendered = {key: facts[key] for key in ("command", "commit", "date")}
+    manifest = read_manifest(report.parent)
+    manifest[report.name]["rendered"] = rendered
+    write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return rendered
 
 
 def forget(report: Path, part: str) -> None:

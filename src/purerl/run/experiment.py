@@ -145,8 +145,8 @@ def _finish(spec, members: Members, train, placement, out: Path, finished, init_
         summary["diverged"] = _diverged(members, metrics, placement.get(state.params, n),
                                        registry.get(spec.algo).losses)
         if spec.pbt is not None:
-            summary["pbt"] = pbt_files.summary(record, spec.pbt, members.seeds,
-                                               results.final_returns(metrics["episode_return"]))
+            final = results.final_returns(metrics["episode_return"], metrics["episodes"])
+            summary["pbt"] = pbt_files.summary(record, spec.pbt, members.seeds, final)
         summary = results.json_safe(summary)
     if writer:  # rewriting these from the checkpoint also completes a run killed before its outputs
         results.write_metrics_csv(out, metrics, cfg.batch_size, [members.label(i) for i in range(n)])
@@ -172,7 +172,7 @@ def _diverged(members: Members, metrics, params, loss_names: tuple[str, ...]) ->
 
 
 def _summary(spec, members: Members, metrics, compile_s, run_s) -> dict[str, Any]:
-    final = results.final_returns(metrics["episode_return"])
+    final = results.final_returns(metrics["episode_return"], metrics["episodes"])
     steps_per_member = spec.config.env_steps
     return {
         "purerl_version": __version__,

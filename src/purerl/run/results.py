@@ -29,12 +29,23 @@ FINAL_WINDOW = 10  # final return = mean over the last 10 updates
 rundir.register_files(METRICS, SUMMARY, CURVES)
 
 
-def final_returns(episode_return: np.ndarray) -> np.ndarray:
-    """Per member: the mean return over the last `FINAL_WINDOW` updates. episode_return is [updates, members]."""
+def final_returns(episode_return: np.ndarray, episodes: np.ndarray | None = None) -> np.ndarray:
+    """Per member: the mean return over the last `FINAL_WINDOW` updates. episode_return is [updates, members].
+
+    An update in which no episode ended has a NaN return, which the last one before it fills. With `episodes`
+    (the metric of that name, same shape), a member whose last update with an ended episode has a return that
+    is not finite has diverged and gets NaN: filling would report its last return before it diverged. (Its
+    last such update, not any: a PBT member that diverged and then took a healthy member's state has recovered.)"""
     window = stats.forward_fill(episode_return)[-FINAL_WINDOW:]
     with warnings.catch_warnings():  # a member none of whose episodes ended has no final return (NaN)
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(window, axis=0)
+        final = np.nanmean(window, axis=0)
+    if episodes is not None:
+        ended = np.asarray(episodes) > 0
+        last = len(ended) - 1 - np.argmax(ended[::-1], axis=0)  # per member, its last update with an episode
+        diverged = ended.any(axis=0) & ~np.isfinite(np.asarray(episode_return)[last, np.arange(ended.shape[1])])
+        final = np.where(diverged, np.nan, final)
+    return final
 
 
 def write_metrics_csv(out: Path, metrics: dict[str, np.ndarray], steps_per_update: int, labels: list[str]) -> None:

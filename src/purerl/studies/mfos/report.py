@@ -152,9 +152,12 @@ def write_run(out: Path, result: dict, settings: Settings, preset: str) -> None:
 
 
 def format_cell(s: dict) -> str:
-    """mean [95% CI] with >= 10 seeds; otherwise the mean, n and every seed's value (no CI)."""
+    """mean [95% CI] with >= 10 seeds; otherwise the mean, n and every seed's value (no CI). Seeds left out for
+    a value that is not finite (`runs.summarize_seeds`) are counted beside it."""
+    lost = f", {s['not_finite']} seed(s) not finite left out" if s.get("not_finite") else ""
     if not s.get("n"):
-        return "n/a"
+        return f"n/a{f' ({lost[2:]})' if lost else ''}"
     if s.get("ci95_low") is not None:
-        return f"{s['mean']:+.2f} [{s['ci95_low']:+.2f}, {s['ci95_high']:+.2f}]"
-    return f"{s['mean']:+.2f} (n={s['n']}: " + ", ".join(f"{v:+.2f}" for v in s.get("values", [])) + ")"
+        interval = f"{s['mean']:+.2f} [{s['ci95_low']:+.2f}, {s['ci95_high']:+.2f}]"
+        return interval + (f" (n={s['n']}{lost})" if lost else "")
+    return f"{s['mean']:+.2f} (n={s['n']}{lost}: " + ", ".join(f"{v:+.2f}" for v in s.get("values", [])) + ")"

@@ -50,19 +50,21 @@ MIN_SEEDS_FOR_CI = 10  # a 95% CI is a bootstrap over at least this many seeds (
 
 def summarize_seeds(values: np.ndarray) -> dict:
     """Mean over seeds and the per-seed values; with at least MIN_SEEDS_FOR_CI seeds also a 95%
-    percentile-bootstrap CI of the mean (otherwise the CI fields are None: no CI is claimed)."""
+    percentile-bootstrap CI of the mean (otherwise the CI fields are None: no CI is claimed). Values that are not
+    finite are left out and counted (`not_finite`, present only when there are some), so a table can say so."""
     from purerl import stats
 
     values = np.asarray(values, float)
+    lost = {"not_finite": int((~np.isfinite(values)).sum())} if not np.isfinite(values).all() else {}  # counted
     values = values[np.isfinite(values)]
     if not values.size:
-        return {"mean": float("nan"), "ci95_low": None, "ci95_high": None, "n": 0, "values": []}
+        return {"mean": float("nan"), "ci95_low": None, "ci95_high": None, "n": 0, "values": [], **lost}
     low = high = None
     if values.size >= MIN_SEEDS_FOR_CI:
         low, high = (float(x) for x in stats.bootstrap_ci(values, statistic=lambda x, axis: np.mean(x, axis=axis)))
     return {"mean": float(values.mean()), "ci95_low": low, "ci95_high": high,
             "iqm": float(stats.iqm(values)), "std": float(values.std()), "n": int(values.size),
-            "values": values.tolist()}
+            "values": values.tolist(), **lost}
 
 
 def summaries(per_seed: np.ndarray, names: tuple[str, str]) -> dict:

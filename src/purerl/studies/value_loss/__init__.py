@@ -212,9 +212,6 @@ def held_out(losses: dict[str, Loss], settings: dict[str, dict], seeds_by_settin
 
 
 def verdict(learned: dict, baseline: dict) -> str:
-    """'better' / 'worse' only when the 95% CIs of the IQM do not overlap."""
-    if learned["ci95_low"] > baseline["ci95_high"]:
-        return "better"
-    if learned["ci95_high"] < baseline["ci95_low"]:
-        return "worse"
-    return "not distinguishable"
+    """'better' / 'worse' only when the 95% CIs of the IQM do not overlap (`stats.separation`: never below
+    MIN_SEEDS_FOR_CI seeds or with a seed that is not finite)."""
+    return {1: "better", -1: "worse", 0: "not distinguishable"}[stats.separation(learned, baseline)]

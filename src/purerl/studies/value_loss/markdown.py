@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from purerl.publish import differences
+import json
+from pathlib import Path
+
+from purerl import stats
+from purerl.publish import differences, document, provenance
+from purerl.run import files
 from purerl.studies.value_loss import verdict
 from purerl.studies.value_loss.findings import against_tuned, evolution_lines, paired_table, shape_tables
 
 SETTING_TITLES = {"training_budget": "CartPole-v1, training budget", "2x_budget": "CartPole-v1, 2x budget",
                   "5x_budget": "CartPole-v1, 5x budget", "acrobot": "Acrobot-v1, training budget"}
-VERDICT_WORDS = {"better": "beats", "worse": "is worse than", "not distinguishable": "is not distinguishable from"}
 
 
 def _ci(s: dict) -> str:
@@ -55,21 +59,48 @@ def _stages(record: dict) -> list[str]:
 
 
 def _verdicts(record: dict) -> list[str]:
+    """Each learned loss against L2 and clipped L2 at every setting, judged by both tests the document shows."""
     out = []
-    held = record["held_out"]
-    for setting in ["training_budget"] + [k for k in held if isinstance(held[k], dict) and "learned" in held[k]]:
-        rows = held if setting == "training_budget" else held[setting]
-        out.append(f"- {SETTING_TITLES.get(setting, setting)}: the learned loss {VERDICT_WORDS[rows['verdict_vs_l2']]} "
-                   f"L2 and {VERDICT_WORDS[rows['verdict_vs_clipped_l2']]} clipped L2 "
-                   f"(IQM {_ci(rows['learned'])} vs {_ci(rows['l2'])} and {_ci(rows['clipped_l2'])}).")
-    for name in _learned(record)[1:]:
+    for name in _learned(record):
         for setting, rows in record["all_candidates"].items():
-            if name in rows:
-                learned, l2, clipped = (rows[n]["auc"] for n in (name, "l2", "clipped_l2"))
-                out.append(f"- {SETTING_TITLES.get(setting, setting)}: `{name}` {VERDICT_WORDS[verdict(learned, l2)]} L2 "
-                           f"and {VERDICT_WORDS[verdict(learned, clipped)]} clipped L2 (IQM {_ci(learned)} vs {_ci(l2)} "
-                           f"and {_ci(clipped)}).")
+            if name not in rows:
+                continue
+            learned = rows[name]["auc"]
+            judged = [f"against {title} {judge(record, setting, name, baseline, rows)} (IQM {_ci(learned)} vs "
+                      f"{_ci(rows[baseline]['auc'])}{_paired_words(record, setting, name, baseline)})"
+                      for baseline, title in (("l2", "L2"), ("clipped_l2", "clipped L2"))]
+            who = "the learned loss" if name == "learned" else f"`{name}`"
+            out.append(f"- {SETTING_TITLES.get(setting, setting)}: {who} {judged[0]}; {judged[1]}.")
     return out
+
+
+def judge(record: dict, setting: str, name: str, other: str, rows: dict) -> str:
+    """`name` against `other` (a row of `rows`, or `scale_only`) by both tests on the same seeds: the IQMs' 95% CIs
+    apart (`verdict`), and the paired mean difference's CI clear of 0. Two tests that answer different questions
+    (the typical seed; the mean over seeds) can resolve differently: the words say which resolved what."""
+    row = f"{name}_scale_only" if other == "scale_only" else other
+    by_iqm = verdict(rows[name]["auc"], rows[row]["auc"])
+    paired = _paired(record, setting, name, other)
+    if paired is None:
+        return {"better": "better (IQM CIs apart)", "worse": "worse (IQM CIs apart)",
+                "not distinguishable": "not resolved (IQM CIs overlap)"}[by_iqm]
+    by_pair = paired["verdict"]
+    if by_iqm == by_pair:
+        return {"better": "better by both tests", "worse": "worse by both tests",
+                "not distinguishable": "not resolved by either test"}[by_iqm]
+    if "not distinguishable" in (by_iqm, by_pair):
+        resolved, test = (by_iqm, "the IQM CIs") if by_pair == "not distinguishable" else (by_pair, "the paired mean")
+        return f"{resolved} by {test} only"
+    return f"the tests disagree ({by_iqm} by the IQM CIs, {by_pair} by the paired mean)"
+
+
+def _paired(record: dict, setting: str, name: str, other: str) -> dict | None:
+    return (record.get("paired") or {}).get(setting, {}).get(name, {}).get(other)
+
+
+def _paired_words(record: dict, setting: str, name: str, other: str) -> str:
+    paired = _paired(record, setting, name, other)
+    return f"; paired mean {stats.describe_paired(paired)}" if paired else ""
 
 
 def _learned(record: dict) -> list[str]:
@@ -102,12 +133,16 @@ def _interpretation(record: dict) -> str:
                f"{shape['nonconvex_errors']})."))
     if "learned_scale_only" in record["all_candidates"].get("training_budget", {}):
         scale = record["all_candidates"]["training_budget"]["learned_scale_only"]["auc"]
+        rows = record["all_candidates"]["training_budget"]
+        judged = judge(record, "training_budget", "learned", "scale_only", rows)
+        meaning = {"better by both tests": "the shape adds to the scale",  # a conclusion needs both tests
+                   "worse by both tests": "the shape costs return"}.get(judged, "the shape's own contribution is "
+                                                                                "not settled here")
         text.append(
-            f"Keeping only the learned scale at v = t and dropping the shape (`learned_scale_only`) gives {_ci(scale)}, "
-            + {"better": "below the full learned loss: the shape adds to the scale.",
-               "worse": "above the full learned loss: the shape costs return.",
-               "not distinguishable": "not distinguishable from the full learned loss at this budget, so the shape's own "
-               "contribution is not resolved here."}[verdict(learned, scale)])
+            f"Keeping only the learned scale at v = t and dropping the shape (`learned_scale_only`) gives {_ci(scale)} "
+            f"against the full learned loss's {_ci(rows['learned']['auc'])}"
+            f"{_paired_words(record, 'training_budget', 'learned', 'scale_only')}: the full loss is {judged}, so "
+            f"{meaning}.")
     if dyn is not None:
         end = {name: dyn[name]["probes"][-1] for name in ("learned", "l2", "clipped_l2")}
         text.append(
@@ -153,12 +188,16 @@ def render(record: dict, artefacts: str) -> str:
         *differences.block("value_loss"),
         f"Generated by `{p['command']}` at commit `{p['commit']}`{_dirty(p)} on {p['machine']} (jax {p['jax']}), "
         f"{p['date']}; "
-        f"{p['wall_s']:.0f} s. Do not edit by hand.",
+        f"{p['wall_s']:.0f} s. Do not edit by hand." + (f" {document.rendered_words(record['rendered'])}".rstrip()
+                                                        if record.get("rendered") else ""),
         "",
         *evolution_lines(record, artefacts),
         f"- **Held-out seeds**: the first n of PRNGKey({held['config']['seeds'][0]}), PRNGKey({held['config']['seeds'][0] + 1}), "
         "... (n per setting in the table; never used by evolution), the same seeds for every loss.",
-        f"- **Statistic**: {record['fitness_metric']}. A verdict only where the CIs do not overlap.",
+        f"- **Statistic**: {record['fitness_metric']}. A comparison is judged by two tests on the same seeds: the "
+        "IQMs' 95% CIs apart, and (where recorded) the 95% CI of the paired mean difference clear of 0; the words "
+        "say which resolved it. Each interval is 95% on its own, not widened for the many comparisons, so a "
+        "conclusion below rests on both tests agreeing.",
         "",
         "## Held-out evaluation (mean return over training: IQM [95% CI])",
         "",
@@ -194,6 +233,18 @@ def render(record: dict, artefacts: str) -> str:
             "",
         ]
     return "\n".join(lines)
+
+
+def rerender(report: Path) -> Path:
+    """The report again from value_loss.json beside it, which gains the manifest's `rendered` facts
+    (`purerl results --render`); a regeneration (`report.analyze`) writes a record without them."""
+    report = Path(report)
+    data = report.with_suffix(".json")
+    record = json.loads(data.read_text())
+    record["rendered"] = provenance.read_manifest(report.parent)[report.name]["rendered"]
+    files.write_atomic(data, json.dumps(record, indent=2))
+    files.write_atomic(report, render(record, report.stem))
+    return report
 
 
 def _dirty(facts: dict) -> str:
