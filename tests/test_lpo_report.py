@@ -105,6 +105,18 @@ def test_the_lpo_section_says_ahead_when_a_paired_ci_is_above_zero(tmp_path):
     assert "not reproduced" not in text
 
 
+def test_ahead_on_one_of_several_drifts_says_how_many_were_tested(tmp_path):
+    """Each paired interval is 95% on its own: with two drifts, "ahead" on one is one of two chances."""
+    ppo = np.linspace(150.0, 220.0, 16)
+    record = _training_task_record(ppo, ppo + np.where(np.arange(16) % 2, 6.0, 2.0))
+    record["objectives"]["lpo-es1"] = {"final_return": stats.summarize(ppo),
+                                       "fitness_auc": stats.summarize(ppo + np.where(np.arange(16) % 2, 6.0, -6.0))}
+    _evolution(tmp_path / "dpo" / "lpo" / "es1")
+    text = _render(tmp_path, record)
+    assert ("**LPO: ahead of PPO on its training task**: lpo-es0 (paired 95% CI above zero for 1 of the 2 drifts, "
+            "each interval 95% on its own, not widened for testing 2; lpo-es0 +4.0 [") in text
+
+
 def test_few_seeds_give_no_verdict_and_an_old_record_asks_for_its_part_to_be_regenerated(tmp_path):
     few = np.array([150.0, 160.0, 170.0])
     assert "**LPO: not judged**: below 10 seeds a difference has no CI (lpo-es0 +30.0 (n=3, no CI))" in _render(
