@@ -187,7 +187,7 @@ def _render(results_dir: Path, names: list[str], argv: list[str]) -> int:
     name is checked, and the checkout must be clean, before anything is written."""
     import importlib
 
-    from purerl.publish import document, provenance, staleness
+    from purerl.publish import provenance, staleness
     from purerl.run import files
 
     manifest = provenance.read_manifest(results_dir)
@@ -217,10 +217,7 @@ def _render(results_dir: Path, names: list[str], argv: list[str]) -> int:
         except BaseException:
             files.write_atomic(manifest_path, before)  # no claim of a render that did not happen
             raise
-        entry = provenance.read_manifest(report.parent)[report.name]  # its stale marks, as recorded
-        stale = {name: part["stale"] for name, part in entry["parts"].items() if part.get("stale")}
-        files.write_atomic(report, staleness.marked(report.read_text(), entry["study"], stale,
-                                                    document.missing_parts(entry["study"], entry["parts"])))
+        staleness.remark(report)  # its stale notice and marks, as recorded
         print(f"rendered {report}")
     return 0
 

@@ -35,12 +35,22 @@ def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
             if name in reasons:
                 entry["stale"] = reasons[name]
         write_atomic(path.parent / provenance.MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        old = path.read_text()
-        text = marked(old, study.name, reasons, document.missing_parts(study.name, entries["parts"]))
-        if text != old:
-            write_atomic(path, text)
+        if remark(path):
             changed.append(path)
     return changed
+
+
+def remark(path: Path) -> bool:
+    """Rewrite `path`'s stale notice and marks from what its manifest records (each part's `stale`, the parts
+    not generated yet): after `mark`, or after a writer that knows nothing of them (`purerl results --render`).
+    Whether the document changed."""
+    entries = provenance.read_manifest(path.parent)[path.name]
+    stale = {name: part["stale"] for name, part in entries["parts"].items() if part.get("stale")}
+    old = path.read_text()
+    text = marked(old, entries["study"], stale, document.missing_parts(entries["study"], entries["parts"]))
+    if text != old:
+        write_atomic(path, text)
+    return text != old
 
 
 def marked(text: str, study_name: str, stale: dict[str, str], missing: list[str] = ()) -> str:

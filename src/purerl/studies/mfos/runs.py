@@ -55,7 +55,8 @@ def summarize_seeds(values: np.ndarray) -> dict:
     from purerl import stats
 
     values = np.asarray(values, float)
-    lost = {"not_finite": int((~np.isfinite(values)).sum())} if not np.isfinite(values).all() else {}  # counted
+    bad = int((~np.isfinite(values)).sum())
+    lost = {"not_finite": bad} if bad else {}
     values = values[np.isfinite(values)]
     if not values.size:
         return {"mean": float("nan"), "ci95_low": None, "ci95_high": None, "n": 0, "values": [], **lost}

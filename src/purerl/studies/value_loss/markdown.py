@@ -132,8 +132,8 @@ def _interpretation(record: dict) -> str:
                f"not convex: up to {100 * frac:.0f}% of errors in [-30, 30] have negative curvature (per target: "
                f"{shape['nonconvex_errors']})."))
     if "learned_scale_only" in record["all_candidates"].get("training_budget", {}):
-        scale = record["all_candidates"]["training_budget"]["learned_scale_only"]["auc"]
         rows = record["all_candidates"]["training_budget"]
+        scale = rows["learned_scale_only"]["auc"]
         judged = judge(record, "training_budget", "learned", "scale_only", rows)
         decided = _paired(record, "training_budget", "learned", "scale_only") or {
             "verdict": verdict(rows["learned"]["auc"], scale)}  # the paired test decides where it was recorded
