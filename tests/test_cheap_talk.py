@@ -294,3 +294,17 @@ def test_the_victims_count_is_in_the_evaluations_fingerprint_and_no_program_depe
         "input Pendulum-v1 victims", "host Pendulum-v1 random adversaries"}
     cartpole = next(c for c in STUDIES["act"].commands if "--env CartPole-v1 --from-params" in c)
     assert components(cartpole) == components(cartpole + " --victims 32")
+
+
+def test_a_diverged_victim_counts_as_not_finite_rather_than_by_its_returns_before(monkeypatch, tmp_path):
+    """The evaluation's value of a victim that diverged is NaN, which its row counts; the curve is kept."""
+    curve = np.full((5, 12), 100.0)
+
+    def victims(env_name, psis, seeds):
+        return curve, np.arange(len(seeds)) == 3  # the fourth seed diverged
+
+    monkeypatch.setattr(act, "victim_curves", victims)
+    report = act.evaluate_train_time({}, "CartPole-v1", tmp_path, list(range(12)))
+    for row in report["mean_return_over_training"].values():
+        assert row["n"] == 12 and not row["ci_valid"] and np.isnan(row["values"][3])
+        assert all(v == 100.0 for i, v in enumerate(row["values"]) if i != 3)

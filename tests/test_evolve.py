@@ -7,12 +7,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from purerl.algos import loop
 from purerl.meta import evolve, evolve_files, strategies
 from purerl.config import ConfigError
 from purerl.studies import value_loss
@@ -59,6 +61,37 @@ def test_nan_fitness_gets_the_worst_fitness_and_is_counted(tmp_path):
     assert all(np.isfinite(row["mean"]) for row in log)
     mean = evolve_files.load_meta_params(tmp_path / evolve_files.MEAN_PARAMS, task.template)["x"]
     assert np.isfinite(np.asarray(mean)).all()
+
+
+def _run(returns, episodes, params=1.0):
+    """A finished run as `train` returns it: its metrics and its final state's parameters."""
+    metrics = {"episode_return": jnp.asarray(returns, jnp.float32), "episodes": jnp.asarray(episodes, jnp.float32)}
+    return SimpleNamespace(metrics=metrics, state=SimpleNamespace(params={"w": jnp.full(3, params)}))
+
+
+@pytest.mark.parametrize("kind", evolve.FITNESS_KINDS)
+def test_a_diverged_training_run_has_no_fitness_rather_than_its_returns_before(kind):
+    late = np.array([100.0] * 20 + [np.nan] * 10)  # episodes still end after it diverges, with NaN returns
+    runs = {"healthy": _run(np.full(30, 100.0), np.ones(30)),
+            "diverged late": _run(late, np.ones(30)),
+            "NaN parameters, finite returns": _run(np.full(30, 100.0), np.ones(30), params=np.nan),  # NaN logits
+            "no episode ended yet": _run(np.r_[np.full(25, np.nan), np.full(5, 50.0)], np.r_[np.zeros(25), np.ones(5)])}
+    fitness = {name: float(evolve.train_fitness(lambda key, hp, meta, run=run: run, None, kind)(None, None))
+               for name, run in runs.items()}
+    assert fitness["healthy"] == 100.0 and fitness["no episode ended yet"] == 50.0
+    assert np.isnan(fitness["diverged late"]) and np.isnan(fitness["NaN parameters, finite returns"])
+    repaired, bad = evolve.repair_fitness(np.array(list(fitness.values())))
+    assert bad == 2 and repaired.max() == 100.0 and repaired[1] == repaired[2] == repaired.min()
+
+
+def test_diverged_reads_losses_that_turn_non_finite_not_those_that_start_so():
+    run = _run(np.full(6, 1.0), np.ones(6)).metrics
+    before_learning = {**run, "td_loss": jnp.asarray([np.nan, np.nan, 1.0, 1.0, 1.0, 1.0])}  # DQN's buffer fills
+    assert not loop.diverged(before_learning, {"w": jnp.ones(2)}, ("td_loss",))
+    turned = {**run, "td_loss": jnp.asarray([1.0, 1.0, np.inf, 1.0, 1.0, 1.0])}
+    assert loop.diverged(turned, {"w": jnp.ones(2)}, ("td_loss",))
+    no_episode = {**run, "episode_return": jnp.full(6, jnp.nan), "episodes": jnp.zeros(6)}
+    assert not loop.diverged(no_episode, {"w": jnp.ones(2)})
 
 
 def test_repair_fitness():

@@ -67,7 +67,9 @@ def test_curve_fitness_is_train_fitness_of_a_recorded_curve():
     curve[:, 2] = np.nan  # no episode ended: no fitness
     for kind in evolve.FITNESS_KINDS:
         fitness = evolve.train_fitness(lambda member, hp, meta: SimpleNamespace(
-            metrics={"episode_return": jnp.asarray(curve[:, member])}), None, kind)
+            metrics={"episode_return": jnp.asarray(curve[:, member]),
+                     "episodes": jnp.asarray(np.isfinite(curve[:, member]), jnp.float32)},
+            state=SimpleNamespace(params={"w": jnp.ones(3)})), None, kind)
         np.testing.assert_allclose(evolve.curve_fitness(curve, kind), [fitness(i, None) for i in range(3)], rtol=1e-6)
     with pytest.raises(ConfigError, match="unknown fitness 'median'"):
         evolve.curve_fitness(curve, "median")

@@ -76,6 +76,21 @@ def episode_row(episode_done, episode_return, episode_length) -> dict[str, jax.A
     }
 
 
+def diverged(metrics: dict[str, jax.Array], params, loss_names: tuple[str, ...] = ()) -> jax.Array:
+    """Whether one run diverged: its final parameters are not finite, a loss turned non-finite after being finite
+    (DQN's is NaN until its buffer fills), or an episode ended with a return that is not finite (a continuous
+    action that is NaN). A diverged run still finishes, and its returns from before it diverged, or those of a
+    policy acting on NaN logits, would read as a result. `metrics` holds [updates] arrays of one run."""
+    ended = jnp.asarray(metrics["episodes"]) > 0
+    bad = jnp.any(ended & ~jnp.isfinite(metrics["episode_return"]))
+    for name in loss_names:
+        finite = jnp.isfinite(metrics[name])
+        bad |= jnp.any(~finite & (jnp.cumsum(finite) > 0))
+    for leaf in jax.tree.leaves(params):
+        bad |= ~jnp.isfinite(leaf).all()
+    return bad
+
+
 def record(metrics: dict[str, jax.Array], index: jax.Array, row: dict[str, jax.Array]) -> dict[str, jax.Array]:
     """The buffers with row `index` set."""
     return {name: buffer.at[index].set(row[name].astype(jnp.float32)) for name, buffer in metrics.items()}

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
+from purerl.algos import loop
 from purerl.meta.strategies import ESConfig, make_strategy
 from purerl.run.checkpoint import Checkpointer
 from purerl.config import ConfigError
@@ -47,14 +48,18 @@ class MetaTask(NamedTuple):
 
 
 def train_fitness(train, hp, kind: str, final_window: int = results.FINAL_WINDOW):
-    """`fitness(key, meta_params)` from a `train` function: final return, or mean return over training (AUC)."""
+    """`fitness(key, meta_params)` from a `train` function: final return, or mean return over training (AUC).
+
+    A run that diverged (`loop.diverged`) has no fitness (NaN), which `repair_fitness` ranks with the
+    generation's worst: its returns from before it diverged, or a policy acting on NaN, would otherwise score."""
     if kind not in FITNESS_KINDS:
         raise ConfigError(f"unknown fitness '{kind}'; choose from {', '.join(FITNESS_KINDS)}")
 
     def fitness(key, meta_params):
-        returns = train(key, hp, meta_params).metrics["episode_return"]
+        result = train(key, hp, meta_params)
+        returns = result.metrics["episode_return"]
         window = returns[-final_window:] if kind == "final" else returns
-        return jnp.nanmean(window)
+        return jnp.where(loop.diverged(result.metrics, result.state.params), jnp.nan, jnp.nanmean(window))
 
     return fitness
 

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from purerl import __version__, stats
-from purerl.algos import registry
+from purerl.algos import loop, registry
 from purerl.run import log_backends, loggers, pbt, pbt_files, results, rundir
 from purerl.run.chunks import Checkpoints, run_chunks
 from purerl.run.population import Members, Placement, vmapped
@@ -160,15 +160,11 @@ def _finish(spec, members: Members, train, placement, out: Path, finished, init_
 
 
 def _diverged(members: Members, metrics, params, loss_names: tuple[str, ...]) -> list[str]:
-    """Members whose final parameters are not finite, or whose loss turned non-finite after being finite
-    (a loss may be NaN before learning starts, as DQN's is until its buffer fills): a diverged run still
-    "finishes", so it must be said."""
-    losses = np.stack([metrics[name] for name in loss_names])  # [losses, updates, members]
-    finite = np.isfinite(losses)
-    bad = (~finite & np.maximum.accumulate(finite, axis=1)).any(axis=(0, 1))
-    for leaf in jax.tree.leaves(params):
-        bad |= ~np.isfinite(np.asarray(leaf).reshape(len(members), -1)).all(axis=1)
-    return [members.label(i) for i in np.flatnonzero(bad)]
+    """The labels of the members that diverged (`loop.diverged`): a diverged run still "finishes", so it must
+    be said. metrics are [updates, members], params have a leading member axis."""
+    used = {name: metrics[name] for name in ("episodes", "episode_return", *loss_names)}
+    bad = jax.vmap(lambda m, p: loop.diverged(m, p, loss_names), in_axes=(1, 0))(used, params)
+    return [members.label(i) for i in np.flatnonzero(np.asarray(bad))]
 
 
 def _summary(spec, members: Members, metrics, compile_s, run_s) -> dict[str, Any]:

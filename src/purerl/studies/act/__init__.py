@@ -22,7 +22,8 @@ from purerl.run import files, results
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.studies.act.cheap_talk import CheapTalk
-from purerl.meta.evolve import MetaTask
+from purerl.algos import loop
+from purerl.meta.evolve import MetaTask, train_fitness
 from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import MEAN_PARAMS, load_meta_params
 
@@ -110,25 +111,27 @@ def train_time_task(mode: str, env_name: str = "CartPole-v1", seed: int = 0) -> 
     talk = CheapTalk()
     train = victim(env_name, talk)
     sign = -1.0 if mode == "anti" else 1.0
-    hp = victim_of(env_name).hp.as_arrays()
+    mean_return = train_fitness(train, victim_of(env_name).hp.as_arrays(), "auc")  # NaN for a diverged victim
 
     def fitness(key, psi):
-        return sign * jnp.nanmean(train(key, hp, psi).metrics["episode_return"])
+        return sign * mean_return(key, psi)
 
     return MetaTask(f"act-train-time-{mode}", adversary_params(talk, jax.random.PRNGKey(seed), env_name), fitness,
                     {"env": env_name, "mode": mode, "fitness": f"{'-' if sign < 0 else '+'}mean return over training"},
                     train.config.cpu_group)
 
 
-def victim_curves(env_name: str, psis, seeds: list[int]) -> np.ndarray:
-    """Victims trained on `seeds`, one adversary each (psis batched on axis 0), or no channel if psis is None."""
+def victim_curves(env_name: str, psis, seeds: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Victims trained on `seeds`, one adversary each (psis batched on axis 0), or no channel if psis is None:
+    their returns per update [updates, seeds], and which of them diverged (`loop.diverged`) [seeds]."""
     keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, jnp.uint32))
     hp = victim_of(env_name).hp.as_arrays()
     if psis is None:
-        metrics = jax.jit(jax.vmap(victim(env_name, None), in_axes=(0, None)))(keys, hp).metrics
+        result = jax.jit(jax.vmap(victim(env_name, None), in_axes=(0, None)))(keys, hp)
     else:
-        metrics = jax.jit(jax.vmap(victim(env_name, CheapTalk()), in_axes=(0, None, 0)))(keys, hp, psis).metrics
-    return np.asarray(metrics["episode_return"]).T  # [updates, seeds]
+        result = jax.jit(jax.vmap(victim(env_name, CheapTalk()), in_axes=(0, None, 0)))(keys, hp, psis)
+    diverged = jax.vmap(loop.diverged)(result.metrics, result.state.params)
+    return np.asarray(result.metrics["episode_return"]).T, np.asarray(diverged)
 
 
 def env_suffix(env_name: str) -> str:
@@ -156,8 +159,11 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Pat
     obs_size = envs.make(env_name).observation_shape[0]  # made outside the trace: a traced env has traced bounds
     conditions["random adversary"] = jax.lax.map(lambda k: talk.init_params(k, obs_size), random_keys)
     conditions["no messages"] = None
-    curves = {label: victim_curves(env_name, psis, seeds) for label, psis in conditions.items()}
-    rows = {label: stats.summarize(np.nanmean(stats.forward_fill(c), axis=0)) for label, c in curves.items()}
+    runs = {label: victim_curves(env_name, psis, seeds) for label, psis in conditions.items()}
+    curves = {label: c for label, (c, _) in runs.items()}
+    # a diverged victim's value is NaN (summarize counts it), not its returns from before it diverged
+    rows = {label: stats.summarize(np.where(bad, np.nan, np.nanmean(stats.forward_fill(c), axis=0)))
+            for label, (c, bad) in runs.items()}
 
     plots_dir.mkdir(parents=True, exist_ok=True)
     json_name, png_name = train_time_files(env_name)
