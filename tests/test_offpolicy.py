@@ -118,3 +118,17 @@ def test_the_buffer_memory_check_counts_members_and_the_peak_copies():
     once = 4 * (2 * obs + action + 2) * train.config.buffer_size * 10  # one copy fits in 80%, three do not
     with pytest.raises(ConfigError, match="at their peak"):
         replay.check_fits(train.config, train.env, members=10, available=2 * once)
+
+
+def test_rows_without_an_actor_step_are_not_divergence(tmp_path):
+    """One gradient step per row and an actor step every second one: actor_loss is NaN in every other row by
+    design, which must not read as a loss that turned non-finite (TD3's actor_loss is NaN the same way)."""
+    from purerl.algos import registry
+
+    assert all("actor_loss" not in registry.get(name).losses for name in ("sac", "td3"))
+    out = tmp_path / "run"
+    flags = ["--num-envs", "2", "--num-steps", "1", "--total-timesteps", "300", "--buffer-size", "512",
+             "--buffer-batch-size", "16", "--learning-starts", "100", "--hidden-sizes", "16", "--no-progress"]
+    assert main(["train", "--algo", "sac", "--env", "Pendulum-v1", "--out", str(out), *flags]) == 0
+    rows = (out / "metrics.csv").read_text().splitlines()[1:]
+    assert len(rows) == 150 and json.loads((out / "summary.json").read_text())["diverged"] == []

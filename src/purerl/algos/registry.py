@@ -32,7 +32,9 @@ class Algorithm:
     presets: dict[str, Preset]
     default_preset: Callable[[str, bool], str]
     networks: tuple[str, ...]  # the values of --network it accepts
-    losses: tuple[str, ...]  # loss metrics: not finite means the run diverged
+    # loss metrics that are finite in every row once learning starts, so that one turning non-finite means the run
+    # diverged (not SAC's and TD3's actor_loss: NaN in a row without an actor step; their parameters tell)
+    losses: tuple[str, ...]
     builder: Callable  # (config, network, objective, value_loss) -> its train function (the hooks are PPO's)
     check_memory: Callable | None = None  # (config, env, members): one line before any compile if it cannot fit
     # `purerl train --pbt`'s ranges when --pbt-explore names none: (name, low, high), wide around the presets
@@ -74,11 +76,11 @@ ALGORITHMS = {
                      pbt_explore=(("lr", *LR_RANGE), ("td_lambda", 0.0, 1.0)),
                      bench_tasks={"pqn": dict(env="CartPole-v1", preset="classic", overrides={})}),
     "sac": Algorithm("sac", "SAC", sac.SACConfig, sac.SACHyperParams, sac.PRESETS, offpolicy.default_preset,
-                     ("mlp",), ("critic_loss", "actor_loss"), _plain(sac.SAC), replay.check_fits,
+                     ("mlp",), ("critic_loss",), _plain(sac.SAC), replay.check_fits,
                      pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE)),
                      bench_tasks={"sac": dict(env="Pendulum-v1", preset="continuous", overrides={}, discrete=False)}),
     "td3": Algorithm("td3", "TD3", td3.TD3Config, td3.TD3HyperParams, td3.PRESETS, offpolicy.default_preset,
-                     ("mlp",), ("critic_loss", "actor_loss"), _plain(td3.TD3), replay.check_fits,
+                     ("mlp",), ("critic_loss",), _plain(td3.TD3), replay.check_fits,
                      pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE)),
                      bench_tasks={"td3": dict(env="Pendulum-v1", preset="continuous", overrides={}, discrete=False)}),
 }
