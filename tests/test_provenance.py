@@ -295,12 +295,16 @@ def test_the_compare_report_calls_a_winner_only_where_intervals_separate(tmp_pat
     for env, record in records.items():
         (folder / f"{env}.json").write_text(json.dumps(record))
     text = compare.write_report(folder, tmp_path / "dpo.md", "T").read_text()
-    assert "- A: best: ppo (CI clear of dpo); DPO against PPO: DPO behind;" in text
-    assert "- B: best: not distinguishable at this budget; DPO against PPO: not distinguishable" in text
+    assert "- A: best: ppo (CI clear of dpo); DPO against PPO: worse by both tests, paired mean -100.0 [-100.0, -100.0];" in text
+    # B's IQM CIs overlap, but every seed's DPO run is 1 ahead of its PPO run: the paired test resolves it
+    assert ("- B: best: not distinguishable at this budget; DPO against PPO: better by the paired mean only, paired "
+            "mean +1.0 [+1.0, +1.0]") in text
+    assert "DPO against PPO: not resolved by either test, paired mean -442.5 (n=4, no CI)" in text
     assert "- C: best: not distinguishable at this budget" in text  # 4 seeds: no verdict however far apart
     assert "PPO's curve: not recorded; paper: none found for this env" in text
     assert "per seed 500.0, 400.0, 450.0, 430.0 (n=4, no CI)" in text
-    assert "DPO behind on 1 (A); not distinguishable at this budget on 2 (B, C)" in text
+    assert ("worse by both tests on 1 (A); better by the paired mean only on 1 (B); not resolved by either test on 1 "
+            "(C)") in text
     assert "IQM over seeds" in text and "last 10 updates" in text
 
 
@@ -380,7 +384,8 @@ def test_each_evolved_drift_is_a_column_and_the_report_says_how_it_was_evolved(t
             in text and "`purerl evolve lpo --seed 0` at 0f8ebf3df9" in text and "2.5 min of generations" in text)
     assert "over generations 0-9: 100.0 (std 0.0 across them), over the last 10: 200.0 (std 0.0)" in text
     assert "| PPO | none | 0 | 1 | 0 | 0 | 0.156 |" in text
-    assert "LPO-ES0 against PPO at these budgets (non-overlapping 95% CIs only): LPO-ES0 ahead on 1 (A)." in text
+    assert ("LPO-ES0 against PPO at these budgets (the IQMs' 95% CIs and the paired mean difference, on the same "
+            "seeds): better by both tests on 1 (A).") in text
 
 
 @pytest.mark.parametrize("setup, report, message", [

@@ -106,6 +106,24 @@ def paired_difference(a, b) -> dict:
             "n": int(differences.size), "ci_valid": bool(valid), "verdict": judged}
 
 
+def both_tests(by_iqm: str, paired: dict | None) -> str:
+    """Words for two comparisons of the same seeds: the IQMs' 95% CIs apart (`by_iqm`, 'better', 'worse' or 'not
+    distinguishable', from `separation`) and the paired mean difference's CI clear of 0 (`paired_difference`, or
+    None where it was not recorded). The two answer different questions (the typical seed; the mean over seeds)
+    and can resolve differently, so the words say which resolved what."""
+    if paired is None:
+        return {"better": "better (IQM CIs apart)", "worse": "worse (IQM CIs apart)",
+                "not distinguishable": "not resolved (IQM CIs overlap)"}[by_iqm]
+    by_pair = paired["verdict"]
+    if by_iqm == by_pair:
+        return {"better": "better by both tests", "worse": "worse by both tests",
+                "not distinguishable": "not resolved by either test"}[by_iqm]
+    if "not distinguishable" in (by_iqm, by_pair):
+        resolved, test = (by_iqm, "the IQM CIs") if by_pair == "not distinguishable" else (by_pair, "the paired mean")
+        return f"{resolved} by {test} only"
+    return f"the tests disagree ({by_iqm} by the IQM CIs, {by_pair} by the paired mean)"
+
+
 def describe_paired(d: dict, digits: int = 1) -> str:
     """A `paired_difference` as '+mean [low, high]', or '+mean (n=N, no CI)' below MIN_SEEDS_FOR_CI seeds
     or with a difference that is not finite."""

@@ -75,23 +75,9 @@ def _verdicts(record: dict) -> list[str]:
 
 
 def judge(record: dict, setting: str, name: str, other: str, rows: dict) -> str:
-    """`name` against `other` (a row of `rows`, or `scale_only`) by both tests on the same seeds: the IQMs' 95% CIs
-    apart (`verdict`), and the paired mean difference's CI clear of 0. Two tests that answer different questions
-    (the typical seed; the mean over seeds) can resolve differently: the words say which resolved what."""
+    """`name` against `other` (a row of `rows`, or `scale_only`) by both tests on the same seeds (`stats.both_tests`)."""
     row = f"{name}_scale_only" if other == "scale_only" else other
-    by_iqm = verdict(rows[name]["auc"], rows[row]["auc"])
-    paired = _paired(record, setting, name, other)
-    if paired is None:
-        return {"better": "better (IQM CIs apart)", "worse": "worse (IQM CIs apart)",
-                "not distinguishable": "not resolved (IQM CIs overlap)"}[by_iqm]
-    by_pair = paired["verdict"]
-    if by_iqm == by_pair:
-        return {"better": "better by both tests", "worse": "worse by both tests",
-                "not distinguishable": "not resolved by either test"}[by_iqm]
-    if "not distinguishable" in (by_iqm, by_pair):
-        resolved, test = (by_iqm, "the IQM CIs") if by_pair == "not distinguishable" else (by_pair, "the paired mean")
-        return f"{resolved} by {test} only"
-    return f"the tests disagree ({by_iqm} by the IQM CIs, {by_pair} by the paired mean)"
+    return stats.both_tests(verdict(rows[name]["auc"], rows[row]["auc"]), _paired(record, setting, name, other))
 
 
 def _paired(record: dict, setting: str, name: str, other: str) -> dict | None:
