@@ -44,6 +44,7 @@ def git(*args: str, cwd: Path = ROOT) -> str:
 
 def as_migrated(commit: str, study: str, part: str) -> dict:
     """The record the migration's module computes here over the sources at `commit`."""
+    git("worktree", "prune")  # a worktree a killed run left registered
     with tempfile.TemporaryDirectory() as scratch:
         tree = Path(scratch) / "tree"
         git("worktree", "add", "--detach", str(tree), commit)
@@ -54,19 +55,22 @@ def as_migrated(commit: str, study: str, part: str) -> dict:
             return json.loads(out.stdout.strip().splitlines()[-1])
         finally:
             git("worktree", "remove", "--force", str(tree))
+            git("worktree", "prune")
 
 
 def main(document: str, part: str) -> int:
-    commit, dirty = provenance.git_state()
-    if dirty or commit is None:
-        print("rederive_migrated: commit first: the manifest names the commit that re-derived a record", file=sys.stderr)
+    commit, _ = provenance.git_state()
+    if commit is None or git("status", "--porcelain").strip():  # the whole tree: the manifest and scripts too
+        print("rederive_migrated: commit first: the manifest names the commit that re-derived a record",
+              file=sys.stderr)
         return 2
     study = next((s for s in provenance.STUDIES.values() if s.document == document), None)
     results = ROOT / "docs" / "results"
     manifest = provenance.read_manifest(results)
     entry = manifest.get(document, {}).get("parts", {}).get(part)
     if study is None or entry is None or "computed_at" not in entry.get("fingerprint", {}):
-        print(f"rederive_migrated: {document} has no part '{part}' with a migrated record (computed_at)", file=sys.stderr)
+        print(f"rederive_migrated: {document} has no part '{part}' with a migrated record (computed_at)",
+              file=sys.stderr)
         return 2
     recorded = entry["fingerprint"]
     then = as_migrated(recorded["computed_at"], study.name, part)
@@ -74,20 +78,22 @@ def main(document: str, part: str) -> int:
     differ = changed(recorded, then)
     print(f"recorded {recorded['hash']}; as migrated, here {then['hash']} ({', '.join(differ) or 'same'}); "
           f"HEAD here {now['hash']}")
-    if any(not word.startswith("host ") for word in differ) or then["hash"] != now["hash"]:
+    host_values_only = all(word.startswith("host ") and word.endswith(" changed") for word in differ)
+    if not host_values_only or then["hash"] != now["hash"]:
         print("rederive_migrated: not the same computation; regenerate the part", file=sys.stderr)
         return 1
     entry["fingerprint"] = now
+    entry.pop("stale", None)  # the document's own notice goes with `purerl results --check --mark`, printed below
     entry["rederived"] = {"command": f"python scripts/rederive_migrated.py {document} {part}", "commit": commit,
                           "date": provenance.run_facts([])["date"], "from": recorded["computed_at"],
                           "replaced": recorded["hash"], "differed": differ, "cpu": now["cpu"]}
     write_atomic(results / provenance.MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    print(f"{document}: {part}: record re-derived on {now['cpu']}")
+    print(f"{document}: {part}: record re-derived on {now['cpu']}; next: purerl results --check --mark")
     return 0
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        print(__doc__.splitlines()[2], file=sys.stderr)
+        print(next(line for line in __doc__.splitlines() if line.startswith("Usage:")), file=sys.stderr)
         sys.exit(2)
     sys.exit(main(*sys.argv[1:]))

@@ -71,6 +71,16 @@ def test_curve_fitness_is_train_fitness_of_a_recorded_curve():
                      "episodes": jnp.asarray(np.isfinite(curve[:, member]), jnp.float32)},
             state=SimpleNamespace(params={"w": jnp.ones(3)})), None, kind)
         np.testing.assert_allclose(evolve.curve_fitness(curve, kind), [fitness(i, None) for i in range(3)], rtol=1e-6)
+    # a diverged member (an episode ended with a NaN return) has no fitness in either, not its returns before
+    diverged, ended = curve.copy(), np.isfinite(curve).astype(np.float32)
+    diverged[-3:, 0], ended[-3:, 0] = np.nan, 1.0
+    for kind in evolve.FITNESS_KINDS:
+        fitness = evolve.train_fitness(lambda member, hp, meta: SimpleNamespace(
+            metrics={"episode_return": jnp.asarray(diverged[:, member]), "episodes": jnp.asarray(ended[:, member])},
+            state=SimpleNamespace(params={"w": jnp.ones(3)})), None, kind)
+        from_curve = evolve.curve_fitness(diverged, kind, episodes=ended)
+        assert np.isnan(from_curve[0]) and np.isnan(fitness(0, None)) and np.isfinite(from_curve[1])
+        np.testing.assert_allclose(from_curve[1:], [fitness(i, None) for i in (1, 2)], rtol=1e-6)
     with pytest.raises(ConfigError, match="unknown fitness 'median'"):
         evolve.curve_fitness(curve, "median")
 

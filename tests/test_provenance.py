@@ -299,12 +299,12 @@ def test_the_compare_report_calls_a_winner_only_where_intervals_separate(tmp_pat
     # B's IQM CIs overlap, but every seed's DPO run is 1 ahead of its PPO run: the paired test resolves it
     assert ("- B: best: not distinguishable at this budget; DPO against PPO: better by the paired mean only, paired "
             "mean +1.0 [+1.0, +1.0]") in text
-    assert "DPO against PPO: not resolved by either test, paired mean -442.5 (n=4, no CI)" in text
+    assert "DPO against PPO: not tested (no CI: fewer than 10 seeds), paired mean -442.5 (n=4, no CI)" in text
     assert "- C: best: not distinguishable at this budget" in text  # 4 seeds: no verdict however far apart
     assert "PPO's curve: not recorded; paper: none found for this env" in text
     assert "per seed 500.0, 400.0, 450.0, 430.0 (n=4, no CI)" in text
-    assert ("worse by both tests on 1 (A); better by the paired mean only on 1 (B); not resolved by either test on 1 "
-            "(C)") in text
+    assert ("worse by both tests on 1 (A); better by the paired mean only on 1 (B); not tested (no CI: fewer than 10 "
+            "seeds) on 1 (C)") in text
     assert "IQM over seeds" in text and "last 10 updates" in text
 
 

@@ -33,7 +33,8 @@ class Algorithm:
     default_preset: Callable[[str, bool], str]
     networks: tuple[str, ...]  # the values of --network it accepts
     # loss metrics that are finite in every row once learning starts, so that one turning non-finite means the run
-    # diverged (not SAC's and TD3's actor_loss: NaN in a row without an actor step; their parameters tell)
+    # diverged (not SAC's and TD3's actor_loss, NaN in a row without an actor step, nor DQN's td_loss, NaN in a row
+    # without a gradient step when train_interval does not divide a row: their parameters tell)
     losses: tuple[str, ...]
     builder: Callable  # (config, network, objective, value_loss) -> its train function (the hooks are PPO's)
     check_memory: Callable | None = None  # (config, env, members): one line before any compile if it cannot fit
@@ -69,7 +70,7 @@ ALGORITHMS = {
                                   "minatar": dict(env="Breakout-MinAtar", preset="minatar",
                                                   overrides=dict(total_timesteps=1_048_576))}),
     "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",),
-                     ("td_loss",), _plain(dqn.DQN), replay.check_fits, pbt_explore=(("lr", *LR_RANGE),),
+                     (), _plain(dqn.DQN), replay.check_fits, pbt_explore=(("lr", *LR_RANGE),),
                      bench_tasks={"dqn": dict(env="CartPole-v1", preset="classic", overrides={})}),
     "pqn": Algorithm("pqn", "PQN", pqn.PQNConfig, pqn.PQNHyperParams, pqn.PRESETS, pqn.default_preset, ("mlp",),
                      ("td_loss",), _plain(pqn.PQN),

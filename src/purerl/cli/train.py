@@ -184,8 +184,8 @@ def print_summary(out: Path, summary: dict) -> None:
     console.print(f"results in {out}/ (summary.json, metrics.csv, curves.png, {'pbt.csv, pbt.png, ' if pbt else ''}"
                   "checkpoint/)")
     if diverged:
-        print(f"purerl: warning: {len(diverged)} of {summary['members']} members diverged (non-finite loss or "
-              f"parameters): {', '.join(diverged[:4])}{', ...' if len(diverged) > 4 else ''}", file=sys.stderr)
+        print(f"purerl: warning: {len(diverged)} of {summary['members']} members diverged (non-finite loss, episode "
+              f"return or parameters): {', '.join(diverged[:4])}{', ...' if len(diverged) > 4 else ''}", file=sys.stderr)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

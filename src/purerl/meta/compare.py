@@ -60,7 +60,9 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         rows[label] = {"final_return": summary["final_return"], "run_dir": str(run_dir),
                        "return_at_80pct": stats.summarize(_return_at(curves[label], LATE_FRACTION)),
                        "env_steps_per_s": summary["env_steps_per_s"],
-                       **{f"fitness_{kind}": stats.summarize(curve_fitness(curves[label], kind)) for kind in kinds}}
+                       **{f"fitness_{kind}": stats.summarize(curve_fitness(
+                           curves[label], kind, episodes=results.read_member_returns(run_dir, "episodes")))
+                          for kind in kinds}}
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     record = {
@@ -155,8 +157,11 @@ def _against_ppo(rows: dict, label: str) -> tuple[str, dict] | None:
     if not {"ppo", label} <= set(rows):
         return None
     ours, ppo = rows[label]["final_return"], rows["ppo"]["final_return"]
-    by_iqm = {1: "better", -1: "worse", 0: "not distinguishable"}[stats.separation(ours, ppo)]
     paired = stats.paired_difference(np.asarray(ours["values"], np.float64), np.asarray(ppo["values"], np.float64))
+    if not (ours["ci_valid"] and ppo["ci_valid"]):  # neither test can run: say why rather than "not resolved"
+        return ("not tested (no CI: a seed's value is not finite, diverged)" if stats.not_finite(ours, ppo) else
+                f"not tested (no CI: fewer than {stats.MIN_SEEDS_FOR_CI} seeds)"), paired
+    by_iqm = {1: "better", -1: "worse", 0: "not distinguishable"}[stats.separation(ours, ppo)]
     return stats.both_tests(by_iqm, paired), paired
 
 

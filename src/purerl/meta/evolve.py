@@ -64,15 +64,21 @@ def train_fitness(train, hp, kind: str, final_window: int = results.FINAL_WINDOW
     return fitness
 
 
-def curve_fitness(returns: np.ndarray, kind: str, final_window: int = results.FINAL_WINDOW) -> np.ndarray:
+def curve_fitness(returns: np.ndarray, kind: str, final_window: int = results.FINAL_WINDOW,
+                  episodes: np.ndarray | None = None) -> np.ndarray:
     """`train_fitness` of each member of a finished run's returns [updates, members] (metrics.csv's): what an
-    evolution maximised, measured on runs made outside it, such as the baselines it is compared with."""
+    evolution maximised, measured on runs made outside it, such as the baselines it is compared with. With
+    `episodes` (the metric, same shape), a member with an ended episode whose return is not finite has diverged
+    and gets NaN, as in `train_fitness` (which also sees the parameters, which a curve does not)."""
     if kind not in FITNESS_KINDS:
         raise ConfigError(f"unknown fitness '{kind}'; choose from {', '.join(FITNESS_KINDS)}")
     window = returns[-final_window:] if kind == "final" else returns
     with warnings.catch_warnings():  # a member none of whose episodes ended has no fitness (NaN)
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(window, axis=0)
+        fitness = np.nanmean(window, axis=0)
+    if episodes is not None:
+        fitness = np.where(((np.asarray(episodes) > 0) & ~np.isfinite(returns)).any(axis=0), np.nan, fitness)
+    return fitness
 
 
 class Evolution:

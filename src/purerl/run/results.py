@@ -68,11 +68,12 @@ def write_metrics_csv(out: Path, metrics: dict[str, np.ndarray], steps_per_updat
     write_atomic(out / METRICS, buffer.getvalue())
 
 
-def read_member_returns(run_dir: Path) -> np.ndarray:
-    """Each member's episode return per update from metrics.csv, as [updates, members] (NaN where none ended)."""
+def read_member_returns(run_dir: Path, metric: str = "episode_return") -> np.ndarray:
+    """Each member's episode return (or another `metric`) per update from metrics.csv, as [updates, members] (NaN
+    where none ended, or where the value was not finite: the `episodes` metric tells the two apart)."""
     with open(Path(run_dir) / METRICS, newline="") as f:
         rows = list(csv.reader(f))
-    columns = [i for i, name in enumerate(rows[0]) if name.startswith("episode_return[")]
+    columns = [i for i, name in enumerate(rows[0]) if name.startswith(f"{metric}[")]
     return np.array([[float(row[i]) if row[i] else np.nan for i in columns] for row in rows[1:]])
 
 
