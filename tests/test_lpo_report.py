@@ -47,7 +47,7 @@ def test_compare_on_the_training_task_records_each_seeds_fitness_as_evolve_defin
     base = train_spec(build_parser().parse_args(argv))
     for label in ("ppo", "lpo-es0"):
         recorded = record["objectives"][label]["fitness_auc"]
-        curve = results.read_member_returns(tmp_path / "runs" / "CartPole-v1" / label)
+        curve = results.read_member_metric(tmp_path / "runs" / "CartPole-v1" / label)
         assert recorded["n"] == 2 and np.array_equal(recorded["values"], evolve.curve_fitness(curve, "auc"))
     # the drift's fitness is what its evolution's `train_fitness` gives for the same seeds, up to metrics.csv's
     # 6 significant digits

@@ -89,6 +89,12 @@ def separation(a: dict, b: dict) -> int:
     return 1 if a["ci95_low"] > b["ci95_high"] else -1 if a["ci95_high"] < b["ci95_low"] else 0
 
 
+def iqm_verdict(a: dict, b: dict) -> str:
+    """`separation` in `paired_difference`'s words: 'better' / 'worse' only where the IQMs' 95% CIs do not
+    overlap."""
+    return {1: "better", -1: "worse", 0: "not distinguishable"}[separation(a, b)]
+
+
 def paired_difference(a, b) -> dict:
     """The mean over seeds of a - b on the same seeds, with its 95% percentile-bootstrap CI, and 'better' /
     'worse' only when that CI excludes 0 (no CI, and no verdict, below MIN_SEEDS_FOR_CI seeds or with a
@@ -107,10 +113,10 @@ def paired_difference(a, b) -> dict:
 
 
 def both_tests(by_iqm: str, paired: dict | None) -> str:
-    """Words for two comparisons of the same seeds: the IQMs' 95% CIs apart (`by_iqm`, 'better', 'worse' or 'not
-    distinguishable', from `separation`) and the paired mean difference's CI clear of 0 (`paired_difference`, or
-    None where it was not recorded). The two answer different questions (the typical seed; the mean over seeds)
-    and can resolve differently, so the words say which resolved what."""
+    """Words for two comparisons of the same seeds: the IQMs' 95% CIs apart (`by_iqm`, from `iqm_verdict`) and
+    the paired mean difference's CI clear of 0 (`paired_difference`, or None where it was not recorded). The two
+    answer different questions (the typical seed; the mean over seeds) and can resolve differently, so the words
+    say which resolved what."""
     if paired is None:
         return {"better": "better (IQM CIs apart)", "worse": "worse (IQM CIs apart)",
                 "not distinguishable": "not resolved (IQM CIs overlap)"}[by_iqm]

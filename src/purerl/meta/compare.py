@@ -56,12 +56,12 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         summary = experiment.run(spec, run_dir, resume=continued[run_dir], overwrite=not continued[run_dir],
                                  progress=progress)
         summaries.append(summary)
-        curves[label] = results.read_member_returns(run_dir)
+        curves[label] = results.read_member_metric(run_dir)
+        episodes = results.read_member_metric(run_dir, "episodes") if kinds else None
         rows[label] = {"final_return": summary["final_return"], "run_dir": str(run_dir),
                        "return_at_80pct": stats.summarize(_return_at(curves[label], LATE_FRACTION)),
                        "env_steps_per_s": summary["env_steps_per_s"],
-                       **{f"fitness_{kind}": stats.summarize(curve_fitness(
-                           curves[label], kind, episodes=results.read_member_returns(run_dir, "episodes")))
+                       **{f"fitness_{kind}": stats.summarize(curve_fitness(curves[label], kind, episodes=episodes))
                           for kind in kinds}}
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -161,8 +161,7 @@ def _against_ppo(rows: dict, label: str) -> tuple[str, dict] | None:
     if not (ours["ci_valid"] and ppo["ci_valid"]):  # neither test can run: say why rather than "not resolved"
         return ("not tested (no CI: a seed's value is not finite, diverged)" if stats.not_finite(ours, ppo) else
                 f"not tested (no CI: fewer than {stats.MIN_SEEDS_FOR_CI} seeds)"), paired
-    by_iqm = {1: "better", -1: "worse", 0: "not distinguishable"}[stats.separation(ours, ppo)]
-    return stats.both_tests(by_iqm, paired), paired
+    return stats.both_tests(stats.iqm_verdict(ours, ppo), paired), paired
 
 
 # What Lu et al. (2022) claim, per setting. Their abstract claims state-of-the-art performance of LPO and DPO in

@@ -77,7 +77,8 @@ def curve_fitness(returns: np.ndarray, kind: str, final_window: int = results.FI
         warnings.simplefilter("ignore", RuntimeWarning)
         fitness = np.nanmean(window, axis=0)
     if episodes is not None:
-        fitness = np.where(((np.asarray(episodes) > 0) & ~np.isfinite(returns)).any(axis=0), np.nan, fitness)
+        curve = {"episode_return": np.asarray(returns, np.float32), "episodes": np.asarray(episodes, np.float32)}
+        fitness = np.where(jax.vmap(lambda m: loop.diverged(m, None), in_axes=1)(curve), np.nan, fitness)
     return fitness
 
 

@@ -111,7 +111,7 @@ def plot(run_dir: Path, out: Path) -> Path:
     config = json.loads((run_dir / rundir.CONFIG).read_text())
     if not (run_dir / results.METRICS).is_file():
         raise ConfigError(f"{run_dir} has not finished: no {results.METRICS} yet (continue it with --resume)")
-    returns = results.read_member_returns(run_dir)
+    returns = results.read_member_metric(run_dir)
     final = results.final_returns(returns)
     best = best_member(final)
     chain = lineage(table["parents"], best)

@@ -68,7 +68,7 @@ def write_metrics_csv(out: Path, metrics: dict[str, np.ndarray], steps_per_updat
     write_atomic(out / METRICS, buffer.getvalue())
 
 
-def read_member_returns(run_dir: Path, metric: str = "episode_return") -> np.ndarray:
+def read_member_metric(run_dir: Path, metric: str = "episode_return") -> np.ndarray:
     """Each member's episode return (or another `metric`) per update from metrics.csv, as [updates, members] (NaN
     where none ended, or where the value was not finite: the `episodes` metric tells the two apart)."""
     with open(Path(run_dir) / METRICS, newline="") as f:

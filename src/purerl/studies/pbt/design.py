@@ -73,7 +73,7 @@ def run_dir(runs_dir: Path, env: str, method: str, repetition: int) -> Path:
 
 def selected(run: Path) -> dict:
     """The repetition's best member by final training return, and its training curve (population mean)."""
-    curve = results.read_member_returns(run)  # [updates, members]
+    curve = results.read_member_metric(run)  # [updates, members]
     final = results.final_returns(curve)
     best = pbt_files.best_member(final)
     with warnings.catch_warnings():  # an update where no member's episode ended is NaN, as in metrics.csv

@@ -209,9 +209,3 @@ def held_out(losses: dict[str, Loss], settings: dict[str, dict], seeds_by_settin
                                   "num_envs": config.num_envs, "num_steps": config.num_steps,
                                   "seeds": [seeds[0], seeds[-1]]}
     return out, curves
-
-
-def verdict(learned: dict, baseline: dict) -> str:
-    """'better' / 'worse' only when the 95% CIs of the IQM do not overlap (`stats.separation`: never below
-    MIN_SEEDS_FOR_CI seeds or with a seed that is not finite)."""
-    return {1: "better", -1: "worse", 0: "not distinguishable"}[stats.separation(learned, baseline)]

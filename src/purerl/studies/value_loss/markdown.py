@@ -8,7 +8,6 @@ from pathlib import Path
 from purerl import stats
 from purerl.publish import differences, document, provenance
 from purerl.run import files
-from purerl.studies.value_loss import verdict
 from purerl.studies.value_loss.findings import against_tuned, evolution_lines, paired_table, shape_tables
 
 SETTING_TITLES = {"training_budget": "CartPole-v1, training budget", "2x_budget": "CartPole-v1, 2x budget",
@@ -77,7 +76,8 @@ def _verdicts(record: dict) -> list[str]:
 def judge(record: dict, setting: str, name: str, other: str, rows: dict) -> str:
     """`name` against `other` (a row of `rows`, or `scale_only`) by both tests on the same seeds (`stats.both_tests`)."""
     row = f"{name}_scale_only" if other == "scale_only" else other
-    return stats.both_tests(verdict(rows[name]["auc"], rows[row]["auc"]), _paired(record, setting, name, other))
+    by_iqm = stats.iqm_verdict(rows[name]["auc"], rows[row]["auc"])
+    return stats.both_tests(by_iqm, _paired(record, setting, name, other))
 
 
 def _paired(record: dict, setting: str, name: str, other: str) -> dict | None:
@@ -122,7 +122,7 @@ def _interpretation(record: dict) -> str:
         scale = rows["learned_scale_only"]["auc"]
         judged = judge(record, "training_budget", "learned", "scale_only", rows)
         decided = _paired(record, "training_budget", "learned", "scale_only") or {
-            "verdict": verdict(rows["learned"]["auc"], scale)}  # the paired test decides where it was recorded
+            "verdict": stats.iqm_verdict(rows["learned"]["auc"], scale)}  # the paired test decides where recorded
         meaning = {"better": "the shape adds to the scale", "worse": "the shape costs return"}.get(
             decided["verdict"], "the shape's own contribution is not resolved here")
         text.append(

@@ -88,8 +88,8 @@ def build_record(held: dict, summaries: dict, selected: str, shape: dict | None,
 
     def table(setting):
         rows = {name: held[setting][name]["auc"] for name in MAIN}
-        rows["verdict_vs_l2"] = value_loss.verdict(rows["learned"], rows["l2"])
-        rows["verdict_vs_clipped_l2"] = value_loss.verdict(rows["learned"], rows["clipped_l2"])
+        rows["verdict_vs_l2"] = stats.iqm_verdict(rows["learned"], rows["l2"])
+        rows["verdict_vs_clipped_l2"] = stats.iqm_verdict(rows["learned"], rows["clipped_l2"])
         rows["config"] = held[setting]["config"]
         return rows
 

@@ -90,7 +90,7 @@ def run_cli(args) -> int:
                                          on_evaluate=evaluator)
         if summaries[algo] is None:
             return 0  # cut short (a test's `stopping.cut_after`): --resume continues
-    curves = {algo: results.read_member_returns(out) for algo, out in runs.items()}
+    curves = {algo: results.read_member_metric(out) for algo, out in runs.items()}
     evaluations = {algo: evaluation.read(out, design.mark_updates(algo), len(design.seeds))
                    for algo, out in runs.items()}
     record = versus_report.record(design, curves, evaluations, summaries, runs, evaluator.time_limit)
