@@ -65,7 +65,7 @@ def test_the_study_writes_its_document_through_provenance_after_a_cut_and_resume
     assert text.startswith("# Population-based training") and "do not edit by hand" in text
     assert "- **CartPole-v1**: `purerl pbt-study --env CartPole-v1" in text
     assert "| PBT |" in text and "| random search |" in text and "| preset defaults |" in text
-    assert "PBT does not beat random search here (too few repetitions for a CI" in text
+    assert "PBT does not beat random search here (no CI: fewer than 10 repetitions" in text
     part = json.loads((root / "results" / "manifest.json").read_text())["pbt.md"]["parts"]["CartPole-v1"]
     assert part["budget"]["population"] == 4 and part["budget"]["seeds"] == list(range(8)) and part["repetitions"] == 2
     record = json.loads((root / "results" / "pbt" / "CartPole-v1.json").read_text())

@@ -67,3 +67,15 @@ def test_a_json_record_of_a_diverged_seed_reads_as_not_finite():
     rows = {"ppo": {"final_return": record}, "dpo": {"final_return": fine}}
     assert compare._verdict(rows) == stats.NOT_DISTINGUISHABLE
     assert compare._flatness({"final_return": record, "return_at_80pct": fine}).endswith("(a seed diverged)")
+
+
+def test_no_ci_reason_names_why_in_the_unit_given():
+    many, few = stats.summarize(np.arange(12.0)), stats.summarize(np.arange(4.0))
+    lost = stats.summarize(np.array([np.nan, *range(11)]))
+    assert stats.no_ci_reason(many, many) is None
+    assert stats.no_ci_reason(many, few) == "no CI: fewer than 10 seeds"
+    assert stats.no_ci_reason(few, lost, unit="repetition") == "no CI: a repetition's value is not finite (diverged)"
+    rows = {"ppo": {"final_return": many}, "dpo": {"final_return": lost}}
+    from purerl.meta import compare
+
+    assert compare._against_ppo(rows, "dpo")[0] == "not tested (no CI: a seed's value is not finite (diverged))"

@@ -82,6 +82,16 @@ def not_finite(*summaries: dict) -> bool:
     return any(not _finite(v) for s in summaries for v in s["values"])
 
 
+def no_ci_reason(a: dict, b: dict, unit: str = "seed") -> str | None:
+    """Why two `summarize`d results give no CI to compare (a value that is not finite, or too few `unit`s), in
+    the words every report uses; None when both have a valid CI."""
+    if a.get("ci_valid") and b.get("ci_valid"):
+        return None
+    if not_finite(a, b):
+        return f"no CI: a {unit}'s value is not finite (diverged)"
+    return f"no CI: fewer than {MIN_SEEDS_FOR_CI} {unit}s"
+
+
 def separation(a: dict, b: dict) -> int:
     """+1 if a's 95% CI lies wholly above b's, -1 wholly below, 0 otherwise or when either has no valid CI."""
     if not (a.get("ci_valid") and b.get("ci_valid")):

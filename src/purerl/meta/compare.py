@@ -158,9 +158,8 @@ def _against_ppo(rows: dict, label: str) -> tuple[str, dict] | None:
         return None
     ours, ppo = rows[label]["final_return"], rows["ppo"]["final_return"]
     paired = stats.paired_difference(np.asarray(ours["values"], np.float64), np.asarray(ppo["values"], np.float64))
-    if not (ours["ci_valid"] and ppo["ci_valid"]):  # neither test can run: say why rather than "not resolved"
-        return ("not tested (no CI: a seed's value is not finite, diverged)" if stats.not_finite(ours, ppo) else
-                f"not tested (no CI: fewer than {stats.MIN_SEEDS_FOR_CI} seeds)"), paired
+    if why := stats.no_ci_reason(ours, ppo):  # neither test can run: say why rather than "not resolved"
+        return f"not tested ({why})", paired
     return stats.both_tests(stats.iqm_verdict(ours, ppo), paired), paired
 
 

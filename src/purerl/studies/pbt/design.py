@@ -132,7 +132,5 @@ def verdict(a: dict, b: dict, name_a: str, name_b: str) -> str:
         return f"{name_a} beats {name_b} here (the 95% CIs separate)"
     if sign < 0:
         return f"{name_a} does not beat {name_b} here: it is behind (the 95% CIs separate)"
-    why = ("the 95% CIs overlap" if a.get("ci_valid") and b.get("ci_valid") else
-           "no CI: a repetition's value is not finite (diverged)" if stats.not_finite(a, b) else
-           "too few repetitions for a CI")
+    why = stats.no_ci_reason(a, b, unit="repetition") or "the 95% CIs overlap"
     return f"{name_a} does not beat {name_b} here ({why}; {stats.NOT_DISTINGUISHABLE})"

@@ -136,7 +136,5 @@ def verdict(a: dict, b: dict, name_a: str, name_b: str) -> str:
     sign = stats.separation(a, b)
     if sign:
         return f"{name_a} {'ahead of' if sign > 0 else 'behind'} {name_b} (the 95% CIs separate)"
-    why = ("the 95% CIs overlap" if a["ci_valid"] and b["ci_valid"] else
-           "no CI: a seed's value is not finite (diverged)" if stats.not_finite(a, b) else
-           f"no CI: fewer than {stats.MIN_SEEDS_FOR_CI} seeds")
+    why = stats.no_ci_reason(a, b) or "the 95% CIs overlap"
     return f"{stats.NOT_DISTINGUISHABLE} ({why})"
