@@ -63,6 +63,20 @@ def test_reset_step_shapes_truncation_and_vmap(suite):
     assert "episode_return" in ts.info
 
 
+@installed("jumanji")
+def test_jumanji_end_on_the_time_limits_step_is_a_termination():
+    """Snake ends a time limit with discount 0, as a death: a snake that dies on the limit's step must still
+    read as terminated, exactly as it does under a limit far away (same keys, same actions)."""
+    near, far = (envs.make(SUITES["jumanji"], max_episode_steps=limit) for limit in (TIME_LIMIT, 1000))
+    _, at_limit = rollout(near, num_envs=512, steps=TIME_LIMIT)
+    _, unlimited = rollout(far, num_envs=512, steps=TIME_LIMIT)
+    terminated = np.asarray(at_limit.terminated)
+    np.testing.assert_array_equal(terminated, np.asarray(unlimited.terminated))
+    assert terminated[-1].any()  # some snakes die on the limit's step (30 of 512 with these keys)
+    np.testing.assert_array_equal(np.asarray(at_limit.truncated)[-1], ~terminated[-1] & ~terminated[:-1].any(0))
+    assert envs.make(SUITES["jumanji"]).max_episode_steps == 4000  # Snake's own limit, kept by purerl
+
+
 def test_missing_suite_names_its_extra(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "navix" else real(name, *a))

@@ -202,9 +202,11 @@ class Craftax(SuiteEnv):
 
 
 class Jumanji(SuiteEnv):
-    """Jumanji: a last step is a time limit when its discount is 1 or the step count reached the time limit
-    (most tasks, Snake among them, end a time limit with discount 0), else a real end. The observation's
-    arrays (grid, counters, action mask) are flattened and joined into one vector."""
+    """Jumanji: purerl keeps the time limit itself, with its own step counter, and gives Jumanji's env one step
+    more. Most tasks (Snake among them) end a time limit with discount 0, as they end a real end, so a snake that
+    dies on the limit's step would read as a time limit; with Jumanji's own limit out of reach, its last step
+    is a real end (discount 0) or the task's own truncation (discount 1), and purerl's counter is the limit.
+    The observation's arrays (grid, counters, action mask) are flattened and joined into one vector."""
 
     module = "jumanji"
 
@@ -220,26 +222,28 @@ class Jumanji(SuiteEnv):
 
         self.name = name
         try:
-            self.env = jumanji.make(task, **({"time_limit": max_episode_steps} if max_episode_steps else {}))
+            limit = max_episode_steps or getattr(jumanji.make(task), "time_limit", 0) or 0
+            self.env = jumanji.make(task, **({"time_limit": limit + 1} if limit else {}))
         except TypeError:
             raise ConfigError(f"{name} takes no time limit; leave out max_episode_steps") from None
         spec = self.env.action_spec
         if not isinstance(spec, jumanji.specs.DiscreteArray):
             raise ConfigError(f"{name} has a {type(spec).__name__} action space; purerl's PPO takes one discrete action")
-        self.max_episode_steps = int(getattr(self.env, "time_limit", 0) or 0)
+        self.max_episode_steps = int(limit)
         self._init_spaces(spec.num_values)
 
     def _reset(self, key):
         state, timestep = self.env.reset(key)
-        return _flat(timestep.observation), state
+        return _flat(timestep.observation), (state, jnp.zeros((), jnp.int32))
 
     def _step(self, key, state, action):
+        state, steps = state
         state, timestep = self.env.step(state, action)
+        steps = steps + 1
         last = timestep.last()
-        time_up = timestep.discount != 0
-        if self.max_episode_steps and hasattr(state, "step_count"):  # most tasks end a time limit with discount 0
-            time_up = time_up | (state.step_count >= self.max_episode_steps)
-        return state, _flat(timestep.observation), timestep.reward, last & ~time_up, last & time_up
+        terminated = last & (timestep.discount == 0)
+        truncated = (last & ~terminated) | (steps >= self.max_episode_steps if self.max_episode_steps else False)
+        return (state, steps), _flat(timestep.observation), timestep.reward, terminated, truncated
 
 
 def _flat(observation) -> jax.Array:
