@@ -203,7 +203,7 @@ class Craftax(SuiteEnv):
 
 class Jumanji(SuiteEnv):
     """Jumanji: purerl keeps the time limit itself, with its own step counter, and gives Jumanji's env one step
-    more. Most tasks (Snake among them) end a time limit with discount 0, as they end a real end, so a snake that
+    more. Most tasks (Snake among them) end a time limit with discount 0, as they end a death, so a snake that
     dies on the limit's step would read as a time limit; with Jumanji's own limit out of reach, its last step
     is a real end (discount 0) or the task's own truncation (discount 1), and purerl's counter is the limit.
     The observation's arrays (grid, counters, action mask) are flattened and joined into one vector."""
