@@ -58,6 +58,20 @@ def test_sampling_differs_from_greedy_and_a_seed_fixes_it(ppo_run):
     np.testing.assert_array_equal(greedy, np.asarray(returns(jax.random.PRNGKey(0), False)))
 
 
+def test_sampled_evaluation_draws_actions_from_keys_no_episode_uses():
+    """A sampled action's key is never an episode's reset key, step key or their parents (episode 1's reset key
+    was the first action key once)."""
+    key, episodes, steps = jax.random.PRNGKey(3), 4, 6
+    reset, step, action = policy.play_keys(key, episodes, steps, sample=True)
+    parents = jax.random.split(key, episodes)
+    children = jax.vmap(jax.random.split)(parents).reshape(-1, 2)
+    used = np.concatenate([np.asarray(k).reshape(-1, 2) for k in (reset, step, parents, children)])
+    actions = {tuple(k) for k in np.asarray(action).tolist()}
+    assert len(actions) == steps and not actions & {tuple(k) for k in used.tolist()}
+    assert policy.play_keys(key, episodes, steps, sample=False)[2] is None
+    assert np.array_equal(policy.play_keys(key, episodes, steps, sample=False)[1], step)  # greedy keys unchanged
+
+
 def test_a_value_based_policy_samples_epsilon_greedily_at_its_final_epsilon():
     from purerl.algos import registry
     from purerl.algos.dqn import DQNConfig, DQNHyperParams

@@ -119,20 +119,29 @@ def members_evaluator(train, episodes: int, sample: bool = False):
     return jax.jit(jax.vmap(lambda p, s, k, h: evaluate(train, p, s, k, episodes, sample, h)))
 
 
+def play_keys(key: jax.Array, episodes: int, steps: int, sample: bool):
+    """(reset keys [episodes], env step keys [steps, episodes], action keys [steps] or None when greedy) for `play`.
+    Episode i draws from `split(key, episodes)[i]`; the actions from `fold_in(key, episodes)`, which under JAX's
+    partitionable threefry is `split(key, episodes + 1)[episodes]`, so no key serves two purposes (`fold_in(key,
+    1)` would be episode 1's key, and its first action key that episode's reset key)."""
+    reset_keys, keys = jax.vmap(jax.random.split, out_axes=1)(jax.random.split(key, episodes))
+    step_keys = jax.vmap(lambda k: jax.random.split(k, steps), out_axes=1)(keys)
+    action_keys = jax.random.split(jax.random.fold_in(key, episodes), steps) if sample else None
+    return reset_keys, step_keys, action_keys
+
+
 def play(train, params, obs_stats, key: jax.Array, episodes: int, sample: bool = False, hp=None, record: bool = False):
     """(returns [episodes], record): each episode runs in its own env for the task's time limit, and only
     its first episode counts. `record` keeps, per step, the env states before it, the rewards, and whether
     the episode was still running ([steps, episodes] leaves), for `render_gif`; otherwise it is None."""
     env = train.env
     initial_carry, act = actor(train, params, obs_stats, hp)
-    reset_keys, keys = jax.vmap(jax.random.split, out_axes=1)(jax.random.split(key, episodes))
-    step_keys = jax.vmap(lambda k: jax.random.split(k, env.max_episode_steps), out_axes=1)(keys)  # [steps, episodes]
-    action_keys = jax.random.split(jax.random.fold_in(key, 1), env.max_episode_steps)
+    reset_keys, step_keys, action_keys = play_keys(key, episodes, env.max_episode_steps, sample)
 
     def step(carry, keys):
         obs, reset, memory, env_state, total, alive = carry
         step_keys, action_key = keys
-        memory, action = act(memory, obs, reset, action_key if sample else None)
+        memory, action = act(memory, obs, reset, action_key)
         next_state, ts = env.step_batch(step_keys, env_state, action)
         total = total + jnp.where(alive, ts.reward, 0.0)
         kept = (env_state, ts.reward, alive) if record else None
