@@ -51,6 +51,19 @@ def test_every_registered_part_has_its_commands():
         c for c in STUDIES["act"].commands if "train-time --env Pendulum-v1" in c]
 
 
+def test_a_parts_commands_read_their_relative_paths_from_the_repository_wherever_check_runs(tmp_path, monkeypatch):
+    """`results --check` run from another directory once found no committed meta-parameters and marked parts stale."""
+    import os
+
+    from purerl.publish.fingerprint import parts
+
+    seen = []
+    monkeypatch.setattr(parts, "_builder", lambda command: lambda fp, command: seen.append(Path(os.getcwd())))
+    monkeypatch.chdir(tmp_path)
+    parts.components("dpo", "CartPole-v1")
+    assert seen == [parts.REPO.resolve()] and Path(os.getcwd()) == tmp_path
+
+
 def test_lowered_text_ignores_python_names_and_locations():
     @jax.jit
     def step(w, x):  # a jitted helper is a private function named after it

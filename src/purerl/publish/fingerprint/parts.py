@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shlex
@@ -65,15 +66,17 @@ def _builder(command: str):
 
 def components(study_name: str, part: str) -> dict:
     """The fingerprint record of one part of a registered study: {"hash", "components"}, from the commands that
-    make it (`part_commands`), built without running them."""
+    make it (`part_commands`), built without running them. The commands run from the repository's root, so their
+    relative paths (committed meta-parameters, say) are read from there, wherever this is called."""
     commands = part_commands(study_name, part)
     fp = Fingerprint()
     fp.input("commands", [command_words(c) for c in commands])
-    for command in commands:
-        if command.startswith("purerl mfos table"):
-            mfos_table_part(fp, command, part)
-        else:
-            _builder(command)(fp, command)
+    with contextlib.chdir(REPO):
+        for command in commands:
+            if command.startswith("purerl mfos table"):
+                mfos_table_part(fp, command, part)
+            else:
+                _builder(command)(fp, command)
     fp.versions(*(("evosax",) if any(c.startswith(("purerl act", "purerl evolve")) for c in commands) else ()))
     return fp.record()
 
