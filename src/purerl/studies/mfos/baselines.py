@@ -14,6 +14,9 @@ from purerl.studies.mfos.settings import INNER_LR, META_EPISODE, MFOS_SEAT, OPPO
 
 SHAPERS = ("nl", "lola", "mamaml")  # the non-M-FOS row players of the table
 BASELINE_PAIRS = tuple((shaper, opponent) for shaper in SHAPERS for opponent in OPPONENTS)
+# The baselines draw from `fold_in(seed key, STREAM)`: M-FOS's and self-play's runs split the seed key itself, and
+# `split(k, n)[i]` is `fold_in(k, i)`, so the seed key's small-index children are theirs.
+STREAM = 3_000_017
 
 
 def make_baselines(game: str, num_games: int, mamaml_inits: dict[int, jax.Array] | None = None,
@@ -58,7 +61,7 @@ def make_baselines(game: str, num_games: int, mamaml_inits: dict[int, jax.Array]
 
         return jax.vmap(one)(jax.random.split(key, num_games)).mean(axis=0)
 
-    return lambda key: jax.vmap(play_pair, in_axes=(None, 0))(key, kinds)
+    return lambda key: jax.vmap(play_pair, in_axes=(None, 0))(jax.random.fold_in(key, STREAM), kinds)
 
 
 def run_baselines(game: str, num_games: int, seeds: list[int], mamaml_inits: dict[int, jax.Array] | None = None,

@@ -112,7 +112,8 @@ def make_self_play_train(game: str, settings: Settings, decay: float | None = No
         return action, pi.log_prob(action)
 
     def rollout(agents: RunnerState, key: jax.Array, vs_nl: jax.Array):
-        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_games), vs_nl)
+        reset_key, key = jax.random.split(key)  # the resets' keys and the actions' chain: no key serves both
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(reset_key, num_games), vs_nl)
         obs = jnp.swapaxes(obs, 0, 1)  # [agent, game, 10]
 
         def meta_step(carry, t):
