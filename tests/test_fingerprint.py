@@ -335,6 +335,20 @@ def test_a_sketch_tells_rounding_from_a_changed_value():
         assert not fingerprint.same_within_rounding(base, fingerprint.sketch(changed))
 
 
+def test_an_es_loop_rounded_on_two_cpu_kinds_is_one_value():
+    """act.md's test-time exploiter ES loop probed at one commit on Zen 4 (avx512f) and Zen 3 (avx2): two ES
+    generations carry XLA's rounding up to 2.2e-5 of the norm (Adam scales each gradient entry by its own size).
+    That is rounding; the same value 0.1% larger, or with one float moved, is a change."""
+    exact = "1bb246cb8b1380e5"
+    zen4 = {"exact": exact, "count": 23372, "numbers": [26.541988761726266, -23.270528938051108, -14.381029234190713,
+                                                       2.3004474827494406, -26.30006533213517]}
+    zen3 = {"exact": exact, "count": 23372, "numbers": [26.542036860180726, -23.27080936254143, -14.380453364523849,
+                                                       2.3008232089062197, -26.29993934589979]}
+    assert fingerprint.same_within_rounding(zen4, zen3)
+    for numbers in ([x * 1.001 for x in zen4["numbers"]], [zen4["numbers"][0], -23.2, *zen4["numbers"][2:]]):
+        assert not fingerprint.same_within_rounding(zen4, {**zen4, "numbers": numbers})
+
+
 def test_rounding_in_host_values_is_not_a_change_but_a_real_change_is(tmp_path, monkeypatch):
     """Another CPU kind rounds host numbers differently in the last bits: the part stays current, with sketches."""
     values = np.random.default_rng(1).normal(size=100)

@@ -15,7 +15,7 @@ is a set of named components, each a hash, built from those commands without run
   hashed. A probe is exact on its inputs and indifferent to where the code lives or what it is called. Its
   floats may differ in the last bits on another CPU kind (XLA compiles for the host's instruction set), so a
   value with floats is also *sketched* (`values.sketch`: its exact parts hashed, its floats as a norm and fixed
-  random projections); where a hash differs but the sketches agree to 1e-5 of the norm, the part is
+  random projections); where a hash differs but the sketches agree to 1e-4 of the norm, the part is
   current. Records made before sketches gain them from `results --check --mark` on a machine where they are
   current to the bit.
 - `input ...`: what the command reads or is given: its words (budgets, seeds, presets), the configs it builds,

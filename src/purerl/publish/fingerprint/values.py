@@ -50,9 +50,11 @@ def value_hash(obj) -> str:
 # A host value's floats may differ in their last bits from one CPU kind to another (XLA compiles for the host's
 # instruction set). A sketch keeps what is exact (structure, shapes, integers, where NaNs are) as a hash, and the
 # floats as their norm and a few fixed random projections: rounding moves these by about the floats' relative
-# error times the norm, a changed computation by far more.
+# error times the norm, a changed computation by far more. An ES generation amplifies rounding: Adam divides each
+# gradient entry by its own size, so a near-zero entry's step takes any sign.
 SKETCH_PROJECTIONS = 4
-SKETCH_RTOL = 1e-5  # of the norm: float32 rounding moves a sketch by about 1e-7 of it, a 0.1% change by 1e-3
+SKETCH_RTOL = 1e-4  # of the norm: rounding moves a sketch by 1e-7 of it, up to 2.2e-5 after two ES generations
+#                     (test_fingerprint's two CPU kinds), a 0.1% change by 1e-3
 
 
 def sketch(obj) -> dict | None:
