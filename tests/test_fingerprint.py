@@ -440,11 +440,11 @@ def test_mark_gives_sketches_only_to_parts_current_to_the_bit(tmp_path, monkeypa
                                               "Acrobot-v1": part_entry(ACROBOT, other)})
     monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False: {
         p: now for p in wanted})
-    assert staleness.record_sketches(results) == [f"{STUDIES['dpo'].document}: CartPole-v1"]
+    assert staleness.record_current(results) == [f"{STUDIES['dpo'].document}: CartPole-v1 (sketches)"]
     parts = json.loads((results / "manifest.json").read_text())[STUDIES["dpo"].document]["parts"]
     assert parts["CartPole-v1"]["fingerprint"] == {**before, "sketches": now["sketches"]}
     assert "sketches" not in parts["Acrobot-v1"]["fingerprint"]
-    assert staleness.record_sketches(results) == []  # nothing left to give
+    assert staleness.record_current(results) == []  # nothing left to give
     program = fingerprint.Fingerprint()  # a record whose host values have sketches, but not its program's
     program.probe("stats", lambda: values)
     program.program("policy", lambda x: x @ np.arange(256.0, dtype=np.float32).reshape(4, 64),
@@ -455,4 +455,74 @@ def test_mark_gives_sketches_only_to_parts_current_to_the_bit(tmp_path, monkeypa
     results = manifest_with(tmp_path / "b", "dpo", {"CartPole-v1": part_entry(CARTPOLE, host_only)})
     monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False: {
         p: with_program for p in wanted})
-    assert staleness.record_sketches(results) == [f"{STUDIES['dpo'].document}: CartPole-v1"]
+    assert staleness.record_current(results) == [f"{STUDIES['dpo'].document}: CartPole-v1 (sketches)"]
+
+
+def stamped(record: dict, files: dict[str, bytes], package: Path) -> dict:
+    """`record` stamped as computed from `files` (name -> bytes, written under `package`) in this environment."""
+    from purerl.publish.fingerprint import parts
+
+    for name, data in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_bytes(data)
+    sources = {name: fingerprint.digest(data) for name, data in files.items()}
+    return parts._stamped({"record": record, "sources": sources}, fingerprint.environment_key())
+
+
+def test_a_record_whose_stamp_holds_is_trusted_without_computing(tmp_path, monkeypatch):
+    """A check on a fresh clone computes only the parts whose sources or inputs changed since their stamp."""
+    from purerl.publish.fingerprint import parts as fp_parts
+
+    package = tmp_path / "purerl"
+    monkeypatch.setattr(fp_parts, "PACKAGE", package)
+    record = {"hash": "1", "components": {"program ppo run": "a"}}
+    files = {"algos/ppo.py": b"def loss(): ...\n", "envs/gymnax.py": b"# env\n"}
+    results = manifest_with(tmp_path, "dpo", {"CartPole-v1": part_entry(CARTPOLE, stamped(record, files, package)),
+                                              "Acrobot-v1": part_entry(ACROBOT, record)})
+    computed = []
+
+    def many(wanted, workers=2, cache=True, refresh=False):
+        computed.extend(wanted)
+        return {p: {"hash": "2", "components": {"program ppo run": "b"}} for p in wanted}
+
+    monkeypatch.setattr(fingerprint, "many", many)
+    reasons = dict(staleness.stale_parts(results)[STUDIES["dpo"].document])
+    assert computed == [("dpo", "Acrobot-v1")] and "CartPole-v1" not in reasons and "Acrobot-v1" in reasons
+    computed.clear()
+    staleness.stale_parts(results, refresh=True)  # --no-cache trusts no stamp
+    assert sorted(computed) == [("dpo", "Acrobot-v1"), ("dpo", "CartPole-v1")]
+    (package / "algos/ppo.py").write_bytes(b"def loss(): return 1\n")  # a file the computation loaded changed
+    computed.clear()
+    assert "CartPole-v1" in dict(staleness.stale_parts(results)[STUDIES["dpo"].document]) and len(computed) == 2
+    (package / "algos/ppo.py").write_bytes(files["algos/ppo.py"])
+    (package / "envs/gymnax.py").unlink()
+    assert not fingerprint.stamp_holds(json.loads((results / "manifest.json").read_text())[
+        STUDIES["dpo"].document]["parts"]["CartPole-v1"]["fingerprint"])
+    (package / "envs/gymnax.py").write_bytes(files["envs/gymnax.py"])
+    other = stamped(record, files, package)
+    other["loaded"]["environment"] = "another jax, or other committed meta-parameters"
+    assert not fingerprint.stamp_holds(other) and fingerprint.stamp_holds(stamped(record, files, package))
+
+
+def test_mark_stamps_current_parts_and_leaves_stale_ones(tmp_path, monkeypatch):
+    from purerl.publish.fingerprint import parts as fp_parts
+
+    package = tmp_path / "purerl"
+    monkeypatch.setattr(fp_parts, "PACKAGE", package)
+    record = {"hash": "1", "components": {"program ppo run": "a"}}
+    now = stamped(record, {"algos/ppo.py": b"# PPO, moved\n"}, package)
+    results = manifest_with(tmp_path, "dpo", {"CartPole-v1": part_entry(CARTPOLE, record),
+                                              "Acrobot-v1": part_entry(ACROBOT, {"hash": "0", "components": {
+                                                  "program ppo run": "z"}})})
+    monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False: {
+        p: now for p in wanted})
+    assert staleness.record_current(results) == [f"{STUDIES['dpo'].document}: CartPole-v1 (loaded)"]
+    parts = json.loads((results / "manifest.json").read_text())[STUDIES["dpo"].document]["parts"]
+    assert parts["CartPole-v1"]["fingerprint"] == now and "loaded" not in parts["Acrobot-v1"]["fingerprint"]
+    assert staleness.record_current(results) == []  # its stamp holds now: nothing computed, nothing to give
+
+
+def test_a_computed_record_is_stamped_with_the_sources_it_loaded():
+    record = fingerprint.many([("pbt", "Acrobot-v1")], workers=1, cache=False)[("pbt", "Acrobot-v1")]
+    assert {"algos/ppo.py", "run/pbt.py", "stats.py"} <= set(record["loaded"]["files"].split())
+    assert fingerprint.stamp_holds(record)

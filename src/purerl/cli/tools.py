@@ -53,10 +53,11 @@ def add_results(sub) -> None:
                       "numbers; at a clean commit, which the document then names")
     results.add_argument("--mark", action="store_true", help="with --check: write each stale part's notice into its "
                          "document (at the top and beside the part) and the manifest, and clear the notices of "
-                         "current parts; a part current to the bit whose record predates sketches gains them (its "
-                         "host values up to float rounding, so that other CPU kinds can check it)")
-    results.add_argument("--no-cache", action="store_true", help="with --check: recompute every fingerprint (and "
-                         "cache the results)")
+                         "current parts; a current part's record gains what it lacks: sketches (its host values up "
+                         "to float rounding, so that other CPU kinds can check it) and a stamp of the sources and "
+                         "inputs it was computed from, which later checks trust while they are unchanged")
+    results.add_argument("--no-cache", action="store_true", help="with --check: recompute every fingerprint, "
+                         "trusting neither the stamps nor this machine's cache (and cache the results)")
     results.add_argument("--runs-dir", default="runs/reproduce", help="scratch folder for --commands' run directories")
     results.add_argument("--resume", action="store_true", help="with --commands: each command continues what an "
                          "earlier, stopped run of them into the same --runs-dir left")
@@ -175,8 +176,8 @@ def cmd_results(args: argparse.Namespace) -> int:
     if args.mark:
         for marked_path in staleness.mark(results_dir, stale):
             print(f"marked {marked_path}")
-        for part in staleness.record_sketches(results_dir):
-            print(f"sketches recorded for {part} (current to the bit here)")
+        for part in staleness.record_current(results_dir):
+            print(f"recorded for current {part}")
     print((f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
            f"all {len(provenance.STUDIES)} documents current") + f" ({time.perf_counter() - started:.0f} s)")
     return 1 if stale else 0

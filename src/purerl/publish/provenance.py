@@ -237,10 +237,11 @@ def forget(report: Path, part: str) -> None:
         write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
-def add_sketches(report: Path, part: str, sketches: dict) -> None:
-    """A part's fingerprint, current to the bit, gains its host values' sketches (nothing else changes)."""
+def update_fingerprint(report: Path, part: str, fields: dict) -> None:
+    """A current part's fingerprint record gains `fields` (sketches, its `loaded` stamp); its hash and components,
+    and the rest of the manifest, stay as they are."""
     manifest = read_manifest(report.parent)
-    manifest[report.name]["parts"][part]["fingerprint"]["sketches"] = sketches
+    manifest[report.name]["parts"][part]["fingerprint"].update(fields)
     write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 

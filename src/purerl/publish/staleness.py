@@ -98,10 +98,16 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
     for study in provenance.STUDIES.values():
         path = Path(results_dir) / study.document
         documents[study.name] = (path, provenance.read_manifest(path.parent).get(path.name))
-    wanted = [(name, part) for name, (_, entries) in documents.items() if entries
-              for part, entry in entries["parts"].items()
-              if part in provenance.STUDIES[name].parts and "fingerprint" in entry and _plainly_current(provenance.STUDIES[name], entry)]
-    current = fingerprint.many(wanted, workers, cache, refresh) if wanted else {}
+    fingerprinted = {(name, part): entry["fingerprint"] for name, (_, entries) in documents.items() if entries
+                     for part, entry in entries["parts"].items()
+                     if part in provenance.STUDIES[name].parts and "fingerprint" in entry
+                     and _plainly_current(provenance.STUDIES[name], entry)}
+    # a record whose stamp holds is what computing it would give: only the others are computed (all with refresh)
+    environment = fingerprint.environment_key() if fingerprinted and not refresh else None
+    current = {key: record for key, record in fingerprinted.items()
+               if environment and fingerprint.stamp_holds(record, environment)}
+    wanted = [key for key in fingerprinted if key not in current]
+    current |= fingerprint.many(wanted, workers, cache, refresh) if wanted else {}
     stale = {}
     for study in provenance.STUDIES.values():
         reasons = []
@@ -143,28 +149,36 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
     return stale
 
 
-def record_sketches(results_dir: Path = provenance.RESULTS_DIR) -> list[str]:
-    """Give each part whose fingerprint matches to the bit, but whose record lacks some of its sketches (made
-    before sketches, or before programs' constants had them), its sketches, so that a check on another CPU kind
-    can tell rounding from change. Returns the parts given them."""
+def record_current(results_dir: Path = provenance.RESULTS_DIR) -> list[str]:
+    """Bring the records of current parts up to date without changing what they say: a part current to the bit
+    whose record lacks some sketches (made before sketches, or before programs' constants had them) gains them, so
+    that a check on another CPU kind can tell rounding from change; a current part whose `loaded` stamp no longer
+    holds (a refactor, a landed input of another part) gets this checkout's, so that the next check, here or on a
+    fresh clone, trusts it without computing. Returns "document: part (what it gained)" for each part changed."""
     from purerl.publish import fingerprint
 
-    wanted = []
+    environment = fingerprint.environment_key()
+    recorded, wanted = {}, []
     for study in provenance.STUDIES.values():
         entries = provenance.read_manifest(Path(results_dir)).get(study.document)
         for part, entry in (entries or {}).get("parts", {}).items():
-            if "fingerprint" in entry and part in study.parts:
+            if ("fingerprint" in entry and part in study.parts and _plainly_current(study, entry)
+                    and not fingerprint.stamp_holds(entry["fingerprint"], environment)):
+                recorded[(study.name, part)] = entry["fingerprint"]
                 wanted.append((study.name, part))
     current = fingerprint.many(wanted, cache=True) if wanted else {}
     done = []
     for (name, part), now in current.items():
-        document = provenance.STUDIES[name].document
-        path = Path(results_dir) / document
-        recorded = provenance.read_manifest(path.parent)[path.name]["parts"][part]["fingerprint"]
-        if (isinstance(now, dict) and now["hash"] == recorded["hash"]
-                and set(now.get("sketches", {})) - set(recorded.get("sketches", {}))):
-            provenance.add_sketches(path, part, now["sketches"])
-            done.append(f"{document}: {part}")
+        old = recorded[(name, part)]
+        if not isinstance(now, dict) or (now["hash"] != old["hash"] and fingerprint.changed(old, now)):
+            continue  # stale, or not computable here: nothing to vouch for
+        gained = {"loaded": now["loaded"]} if "loaded" in now else {}
+        if now["hash"] == old["hash"] and set(now.get("sketches", {})) - set(old.get("sketches", {})):
+            gained["sketches"] = now["sketches"]
+        if gained:
+            document = provenance.STUDIES[name].document
+            provenance.update_fingerprint(Path(results_dir) / document, part, gained)
+            done.append(f"{document}: {part} ({', '.join(sorted(gained))})")
     return done
 
 

@@ -22,8 +22,10 @@ is a set of named components, each a hash, built from those commands without run
   and the committed files it evaluates (meta-parameters, evolutions).
 - `versions`: jax and jaxlib (lowering and XLA's compile, which rounds), and evosax where an ES runs.
 
-`components(study, part)` builds them; `provenance` records them in the manifest beside the source hash, and
-`purerl results --check` compares them with the recorded ones and names the components that changed.
+`components(study, part)` builds them; `provenance` records them in the manifest beside the source hash, stamped
+with what they were computed from (`parts.stamp_holds`: the purerl files loaded, the environment), and
+`purerl results --check` trusts a record whose stamp holds, compares the others with fresh ones and names the
+components that changed.
 
 What this does not see: code between programs that is neither lowered nor probed (how a population is sharded
 over devices and grouped per CPU device, which the docs call rounding-only and which the config's `cpu_group`
@@ -33,11 +35,12 @@ exercise.
 
 from purerl.publish.fingerprint.core import Fingerprint, lowered_text, normalise, stats_probe
 from purerl.publish.fingerprint.mfos import mfos_run_part, mfos_table_part
-from purerl.publish.fingerprint.parts import COVERED, components, many, part_commands
+from purerl.publish.fingerprint.parts import COVERED, components, environment_key, many, part_commands, stamp_holds
 from purerl.publish.fingerprint.training import compare_part, es_programs
 from purerl.publish.fingerprint.values import (changed, digest, rounding_only, same_within_rounding, sketch,
                                                unverifiable_rounding, value_hash)
 
-__all__ = ["COVERED", "Fingerprint", "changed", "compare_part", "components", "digest", "es_programs",
-           "lowered_text", "many", "mfos_run_part", "mfos_table_part", "normalise", "part_commands", "rounding_only",
-           "same_within_rounding", "sketch", "stats_probe", "unverifiable_rounding", "value_hash"]
+__all__ = ["COVERED", "Fingerprint", "changed", "compare_part", "components", "digest", "environment_key",
+           "es_programs", "lowered_text", "many", "mfos_run_part", "mfos_table_part", "normalise", "part_commands",
+           "rounding_only", "same_within_rounding", "sketch", "stamp_holds", "stats_probe", "unverifiable_rounding",
+           "value_hash"]

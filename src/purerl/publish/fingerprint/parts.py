@@ -166,9 +166,9 @@ def many(parts: list[tuple[str, str]], workers: int = 2, cache: bool = True,
     for study_name, part in parts:
         units.setdefault(_unit(study_name, part), []).append((study_name, part))
     names = {unit: digest(json.dumps(unit)) for unit in units}
+    environment = environment_key()
     known = {}
     if cache:
-        environment = environment_key()
         try:
             stored = json.loads(_cache_path().read_text())
         except (OSError, ValueError):
@@ -178,7 +178,7 @@ def many(parts: list[tuple[str, str]], workers: int = 2, cache: bool = True,
     todo = [unit for unit in units if names[unit] not in known]
     for unit, (found, sources) in zip(todo, _run_all([units[unit][0] for unit in todo], workers)):
         known[names[unit]] = {"record": found, "sources": sources}
-    out = {member: known[names[unit]]["record"] for unit, members in units.items() for member in members}
+    out = {member: _stamped(known[names[unit]], environment) for unit, members in units.items() for member in members}
     if cache and todo:
         keep = {name: entry for name, entry in known.items() if isinstance(entry["record"], dict)}
         try:
@@ -191,6 +191,33 @@ def many(parts: list[tuple[str, str]], workers: int = 2, cache: bool = True,
     return out
 
 
+def _stamped(entry: dict, environment: str) -> dict | str:
+    """A computed record with its `loaded` stamp: the environment and the purerl source files its computation
+    loaded (`stamp_holds`), so that a check elsewhere can trust the record while neither changed."""
+    record = entry["record"]
+    if not isinstance(record, dict):
+        return record
+    sources = entry["sources"]
+    return record | {"loaded": {"environment": environment, "files": " ".join(sorted(sources)),
+                                "sources": digest(json.dumps(sources, sort_keys=True))}}
+
+
+def stamp_holds(record: dict, environment: str | None = None) -> bool:
+    """Whether a fingerprint record's `loaded` stamp still holds here: the same environment (`environment_key`) and
+    every purerl source file its computation loaded byte-identical. The fingerprint is a function of those, so
+    the record is then what computing it again would give (up to float rounding on another CPU kind)."""
+    loaded = record.get("loaded")
+    if not loaded or loaded.get("environment") != (environment or environment_key()):
+        return False
+    sources = {}
+    for name in loaded["files"].split():
+        path = PACKAGE / name
+        if not path.is_file():
+            return False
+        sources[name] = digest(path.read_bytes())
+    return digest(json.dumps(sources, sort_keys=True)) == loaded["sources"]
+
+
 def _run_all(todo: list[tuple[str, str]], workers: int) -> list[tuple[dict | str, dict]]:
     """`_compute_with_sources` of each (study, part): here, or in `workers` fresh processes (spawned: JAX does not
     fork), longest first."""
@@ -199,11 +226,16 @@ def _run_all(todo: list[tuple[str, str]], workers: int) -> list[tuple[dict | str
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    order = sorted(range(len(todo)), key=lambda i: -_COST.get(todo[i][0], 1))
+    order = sorted(range(len(todo)), key=lambda i: -_cost(*todo[i]))
     with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {i: pool.submit(_compute_with_sources, *todo[i]) for i in order}
         return [futures[i].result() for i in range(len(todo))]
 
 
-_COST = {"mfos": 25, "act": 10, "value_loss": 10, "dpo": 3, "mfos_paper": 3, "mfos_coin": 3, "pbt": 3,
-         "offpolicy": 5}  # seconds, roughly
+# Seconds a unit takes on one core, roughly, so that the longest start first and two workers finish together.
+_COST = {"offpolicy": 40, "value_loss": 30, "mfos": 25, "act": 12, "dpo": 5, "mfos_paper": 4, "mfos_coin": 4, "pbt": 4}
+_BRAX_COST = 20  # a dpo part on a Brax env: tracing the physics pipeline
+
+
+def _cost(study_name: str, part: str) -> float:
+    return _BRAX_COST if study_name == "dpo" and part.startswith("brax:") else _COST.get(study_name, 5)
