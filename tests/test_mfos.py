@@ -560,3 +560,14 @@ def test_a_table_of_other_settings_is_refused_before_compiling_and_nothing_is_wr
     record = table.start_record(table.new_record(TINY.replace(meta_episodes=3), [0, 1], "tiny", None), r,
                                 ("ipd", "imp"))
     assert record["games"] == {} and provenance.read_manifest(tmp_path)["mfos.md"]["parts"] == {}
+
+
+def test_mamaml_and_the_baselines_draw_no_key_a_seeds_run_splits_off():
+    """An experiment's seed key is PRNGKey(s) and its runs split it (`split(k, n)[i]` is `fold_in(k, i)`): MAMAML's
+    starts once took `fold_in(PRNGKey(0), 17 * game + seat)`, seed 0's own children."""
+    children = {tuple(np.asarray(k).tolist()) for s in range(4) for k in jax.random.split(jax.random.PRNGKey(s), 4096)}
+    children |= {tuple(np.asarray(k).tolist()) for k in settings.seed_keys(list(range(64)))}
+    drawn = [settings.mamaml_key(game, seat) for game in settings.TRAIN_GAMES for seat in (0, 1)]
+    drawn += [jax.random.fold_in(k, baselines.STREAM) for k in settings.seed_keys(list(range(4)))]
+    assert not {tuple(np.asarray(k).tolist()) for k in drawn} & children
+    assert len({tuple(np.asarray(k).tolist()) for k in drawn}) == len(drawn)

@@ -141,10 +141,20 @@ def seed_keys(seeds: list[int]) -> jax.Array:
     return jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds, jnp.uint32))
 
 
+# MAMAML's starts draw from `fold_in(PRNGKey(seed), MAMAML_STREAM)`: the experiments' seed keys are PRNGKey(s) too,
+# and their runs split them, so `fold_in(PRNGKey(0), i)` for a small i is a child that seed 0's run uses.
+MAMAML_STREAM = 4_000_037
+
+
+def mamaml_key(game: str, seat: int, seed: int = 0) -> jax.Array:
+    stream = jax.random.fold_in(jax.random.PRNGKey(seed), MAMAML_STREAM)
+    return jax.random.fold_in(stream, 17 * TRAIN_GAMES.index(game) + seat)
+
+
 def mamaml_init(game: str, seat: int, steps: int, seed: int = 0) -> jax.Array:
     """MAMAML's initial logits, meta-learned in the seat it will play (one per game and seat, shared by all
     seeds of an experiment). Budget: `steps` Adam steps at lr 0.1 against 64 fresh naive learners."""
-    key = jax.random.fold_in(jax.random.PRNGKey(seed), 17 * TRAIN_GAMES.index(game) + seat)
+    key = mamaml_key(game, seat, seed)
     train = jax.jit(games.train_mamaml_init, static_argnums=(1, 2, 3))
     logits, _ = train(key, games.GAMES[game], seat, steps)
     return logits
