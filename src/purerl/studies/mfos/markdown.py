@@ -41,7 +41,9 @@ def write_report(record: dict, report: Path) -> None:
            "(`--scoring count-first`; the authors do not count the first). "),
         f"Each cell: the mean reward per step over a meta-episode; the {statistic}. Plain learners (NL, LOLA, "
         "MAMAML; lr 1) learn simultaneously from N(0, 1) logits (MAMAML from its meta-learned ones); their value "
-        "for a seed is exact given the seed (the mean over that seed's games). M-FOS rows: per seed, the mean "
+        "for a seed is exact given the seed (the mean over that seed's games). MAMAML's meta-learned start is one "
+        "per game and seat, shared by every seed, so the intervals of its rows leave out how much the start "
+        "varies with the key it is meta-learned from. M-FOS rows: per seed, the mean "
         "over the last 10% of training meta-episodes; for M-FOS vs M-FOS, over the last 10% of meta-episodes in "
         "which the two agents met (lambda falls linearly from 1 to 0 over the first 65% of training). The row "
         "player sits in seat 2 (player 2), the column player in seat 1. No row is called better than another "
