@@ -159,8 +159,9 @@ def record_current(results_dir: Path = provenance.RESULTS_DIR) -> list[str]:
 
     environment = fingerprint.environment_key()
     recorded, wanted = {}, []
+    manifest = provenance.read_manifest(Path(results_dir))
     for study in provenance.STUDIES.values():
-        entries = provenance.read_manifest(Path(results_dir)).get(study.document)
+        entries = manifest.get(study.document)
         for part, entry in (entries or {}).get("parts", {}).items():
             if ("fingerprint" in entry and part in study.parts and _plainly_current(study, entry)
                     and not fingerprint.stamp_holds(entry["fingerprint"], environment)):

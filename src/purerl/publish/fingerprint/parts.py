@@ -142,13 +142,21 @@ def _cache_path() -> Path:
     return root / "purerl" / "fingerprints.json"
 
 
+def _sources_now(names) -> dict[str, str] | None:
+    """The content hashes of these purerl source files as they are now; None if one is gone."""
+    sources = {}
+    for name in names:
+        path = PACKAGE / name
+        if not path.is_file():
+            return None
+        sources[name] = digest(path.read_bytes())
+    return sources
+
+
 def _still_valid(entry: dict) -> bool:
     """Whether every purerl source file a cached fingerprint's computation had loaded is unchanged."""
-    for name, sha in entry.get("sources", {}).items():
-        path = PACKAGE / name
-        if not path.is_file() or digest(path.read_bytes()) != sha:
-            return False
-    return bool(entry.get("sources"))
+    sources = entry.get("sources", {})
+    return bool(sources) and _sources_now(sources) == sources
 
 
 def many(parts: list[tuple[str, str]], workers: int = 2, cache: bool = True,
@@ -209,13 +217,8 @@ def stamp_holds(record: dict, environment: str | None = None) -> bool:
     loaded = record.get("loaded")
     if not loaded or loaded.get("environment") != (environment or environment_key()):
         return False
-    sources = {}
-    for name in loaded["files"].split():
-        path = PACKAGE / name
-        if not path.is_file():
-            return False
-        sources[name] = digest(path.read_bytes())
-    return digest(json.dumps(sources, sort_keys=True)) == loaded["sources"]
+    sources = _sources_now(loaded["files"].split())
+    return sources is not None and digest(json.dumps(sources, sort_keys=True)) == loaded["sources"]
 
 
 def _run_all(todo: list[tuple[str, str]], workers: int) -> list[tuple[dict | str, dict]]:
