@@ -59,6 +59,7 @@ def _write(path, text):
     ("ORIGINAL:num_envs=\"8\"", [], "num_envs must be int"),
     ("ORIGINAL", ["--preset", "classic"], "--preset cannot be combined with --config"),
     ("ORIGINAL", ["--seeds", "0"], "--seeds must be positive"),
+    ("ORIGINAL", ["--seeds", "4294967296"], "--seeds must be at most 1,048,576"),  # found by the property test
     ("ORIGINAL", ["--num-minibatches", "7"], "not divisible by num-minibatches=7"),
 ])
 def test_bad_config_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, original, content, extra, message):

@@ -20,7 +20,7 @@ import numpy as np
 
 from purerl.algos import registry
 from purerl.algos.objectives import POLICY_OBJECTIVES, VALUE_LOSSES, clipped_l2, ppo_clip
-from purerl.config import ConfigError
+from purerl.config import ConfigError, seed_range
 
 NAMED_VALUE_LOSSES = {name: loss for name, loss in VALUE_LOSSES.items() if name != "learned"}  # as the CLI's
 
@@ -160,9 +160,7 @@ def _seed_list(seeds) -> list[int]:
     if isinstance(seeds, (bool, str)) or not isinstance(seeds, (numbers.Integral, Iterable)):
         raise ConfigError(f"seeds must be a count or a list of integers, got {seeds!r}")
     if isinstance(seeds, numbers.Integral):
-        if seeds <= 0:
-            raise ConfigError(f"seeds must be positive, got {seeds}")
-        return list(range(int(seeds)))
+        return seed_range(0, int(seeds))
     return [int(s) if isinstance(s, numbers.Integral) and not isinstance(s, bool) else _number(s) for s in seeds]
 
 

@@ -18,6 +18,7 @@ import numpy as np
 MAX_INT32 = 2**31 - 1  # loop counters and array sizes inside one XLA program
 MAX_DIMENSION = 2**24  # no env count, rollout length or layer width beyond this is a real setting
 MAX_MEMBERS = 2**20  # seeds x grid settings in one population: far beyond what fits one machine's memory
+MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
 
 
 class ConfigError(ValueError):
@@ -40,6 +41,18 @@ def check_counts(obj, limits: dict[str, int]) -> None:
             raise ConfigError(f"{flag} must be a positive integer, got {value}")
         if value > limit:
             raise ConfigError(f"{flag} must be at most {limit:,}, got {value:,}")
+
+
+def seed_range(first: int, count: int) -> list[int]:
+    """Seeds first..first+count-1, checked before the list is built (a count of 2**40 is an error, not a
+    MemoryError)."""
+    if count <= 0:
+        raise ConfigError(f"--seeds must be positive, got {count}")
+    if count > MAX_MEMBERS:
+        raise ConfigError(f"--seeds must be at most {MAX_MEMBERS:,}, got {count:,}")
+    if first < 0 or first + count - 1 > MAX_SEED:
+        raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {first}..{first + count - 1}")
+    return list(range(first, first + count))
 
 
 MATMUL_DTYPES = ("float32", "bfloat16")

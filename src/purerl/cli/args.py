@@ -12,10 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl.config import ConfigError
+from purerl.config import MAX_SEED, ConfigError
 
 EXIT_USAGE = 2
-MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
 
 
 class HelpFormatter(argparse.HelpFormatter):

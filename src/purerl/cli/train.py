@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from purerl.cli.args import (MAX_SEED, add_distributed_flags, add_pbt_flags, add_train_flags, at_most, default_out,
+from purerl.cli.args import (add_distributed_flags, add_pbt_flags, add_train_flags, at_most, default_out,
                              finite_float, is_writer, join_processes, path, positive, seed, with_pbt)
-from purerl.config import MAX_MEMBERS, ConfigError
+from purerl.config import ConfigError, seed_range
 from purerl.run import files, rundir
 
 EVAL_REPORT = "eval.json"
@@ -89,16 +89,11 @@ def train_spec(args: argparse.Namespace):
     from purerl.algos import registry
     from purerl.run.trainspec import make_spec
 
-    if args.seeds <= 0:
-        raise ConfigError(f"--seeds must be positive, got {args.seeds}")
-    if args.seeds > MAX_MEMBERS:
-        raise ConfigError(f"--seeds must be at most {MAX_MEMBERS:,}, got {args.seeds:,}")
-    if args.seed < 0 or args.seed + args.seeds - 1 > MAX_SEED:
-        raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {args.seed}..{args.seed + args.seeds - 1}")
+    seeds = seed_range(args.seed, args.seeds)
     settings = {name: getattr(args, name) for name in [*registry.config_fields(), *registry.hyperparam_fields()]
                 if getattr(args, name, None) is not None}
     return make_spec(args.env, getattr(args, "algo", "ppo"), args.preset, settings,
-                     seeds=list(range(args.seed, args.seed + args.seeds)), network=getattr(args, "network", "mlp"),
+                     seeds=seeds, network=getattr(args, "network", "mlp"),
                      objective=getattr(args, "objective", "ppo"), cli=True)
 
 

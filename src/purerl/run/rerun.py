@@ -14,9 +14,7 @@ import json
 from pathlib import Path
 
 from purerl.run import records, rundir
-from purerl.config import ConfigError, HyperParams, PPOConfig
-
-MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
+from purerl.config import ConfigError, HyperParams, PPOConfig, seed_range
 
 
 def given_flags(argv: list[str]) -> set[str]:
@@ -133,11 +131,7 @@ def apply_flags(spec, args: argparse.Namespace, given: set[str]):
     if given & {"seed", "seeds"}:
         first = args.seed if "seed" in given else spec.seeds[0]
         count = args.seeds if "seeds" in given else len(spec.seeds)
-        if count <= 0:
-            raise ConfigError(f"--seeds must be positive, got {count}")
-        if first < 0 or first + count - 1 > MAX_SEED:
-            raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {first}..{first + count - 1}")
-        seeds = list(range(first, first + count))
+        seeds = seed_range(first, count)
     objective = args.objective if "objective" in given else spec.objective
     return dataclasses.replace(spec, config=config, hyperparams=hyperparams, grid=grid, seeds=seeds,
                                objective=objective)
