@@ -70,11 +70,18 @@ def test_on_a_gpu_purejaxrl_runs_the_same_script_in_this_python(monkeypatch, tmp
     assert calls == []  # PureJaxRL has no DQN: the checkout does not put it on a task it cannot run
 
 
-def test_bench_refuses_a_path_that_is_no_purejaxrl_checkout(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "purerl.cli", "bench", "--purejaxrl", str(tmp_path),
-                           "--out", str(tmp_path / "b.md")], capture_output=True, text=True)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert "not a checkout of luchris429/purejaxrl" in proc.stderr and not list(tmp_path.iterdir())
+def one_line_exit_2(capsys, argv) -> str:
+    from purerl.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def test_bench_refuses_a_path_that_is_no_purejaxrl_checkout(tmp_path, capsys):
+    err = one_line_exit_2(capsys, ["bench", "--purejaxrl", str(tmp_path), "--out", str(tmp_path / "b.md")])
+    assert "not a checkout of luchris429/purejaxrl" in err and not list(tmp_path.iterdir())
 
 
 def test_a_pinned_record_gets_its_own_section_beside_the_unpinned_one(tmp_path):
@@ -87,8 +94,6 @@ def test_a_pinned_record_gets_its_own_section_beside_the_unpinned_one(tmp_path):
     assert "## cartpole\n" in report and "## cartpole, every process pinned to 1 core\n" in report
 
 
-def test_bench_refuses_more_cores_than_it_may_use(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "purerl.cli", "bench", "--cores", "4096", "--out",
-                           str(tmp_path / "b.md")], capture_output=True, text=True)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert "--cores 4096: this process may use only" in proc.stderr and not list(tmp_path.iterdir())
+def test_bench_refuses_more_cores_than_it_may_use(tmp_path, capsys):
+    err = one_line_exit_2(capsys, ["bench", "--cores", "4096", "--out", str(tmp_path / "b.md")])
+    assert "--cores 4096: this process may use only" in err and not list(tmp_path.iterdir())

@@ -3,8 +3,6 @@ their refusals, and the lever benchmark's record and report. On a CPU the kernel
 mode; on a GPU the same tests run the compiled Triton kernel."""
 
 import json
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -117,11 +115,16 @@ def test_levers_at_their_defaults_are_not_recorded():
                                   ["bench", "--task", "gpu-levers", "--seeds", "8"],
                                   pytest.param(["bench", "--task", "gpu-levers"], marks=pytest.mark.skipif(
                                       jax.default_backend() == "gpu", reason="refused only without a GPU"))])
-def test_cli_lever_errors_are_one_line_and_exit_2(argv, tmp_path):
+def test_cli_lever_errors_are_one_line_and_exit_2(argv, tmp_path, capsys):
+    from purerl.cli import main
+
     out = tmp_path / ("run" if argv[0] == "train" else "bench.md")
-    proc = subprocess.run([sys.executable, "-m", "purerl.cli", *argv, "--out", str(out)], capture_output=True,
-                          text=True)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    try:
+        code = main([*argv, "--out", str(out)])
+    except SystemExit as exit_:  # argparse's own errors
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
 
 

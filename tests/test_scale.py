@@ -21,11 +21,10 @@ def probe(tmp_path, devices: int, max_parallel: int = 0) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.timeout(1200)
-def test_results_match_one_device_on_2_4_and_8_host_devices(tmp_path):
+def match_one_device(tmp_path, device_counts):
     one = probe(tmp_path, 1)
     assert one["devices"] == 1
-    for devices in (2, 4, 8):
+    for devices in device_counts:
         many = probe(tmp_path, devices, max_parallel=4)  # 6 members: uneven over 4, chunked by 4
         assert many["devices"] == devices
         assert many["summary_devices"] == min(devices, 6)  # training never uses more devices than members
@@ -33,6 +32,19 @@ def test_results_match_one_device_on_2_4_and_8_host_devices(tmp_path):
         np.testing.assert_allclose(many["metrics"], one["metrics"], rtol=1e-4, atol=1e-6, equal_nan=True)
         np.testing.assert_allclose(many["fitness"], one["fitness"], rtol=1e-4)
     assert len(set(one["fitness"])) > 1  # candidates differ, so the comparison means something
+
+
+@pytest.mark.timeout(1200)
+def test_results_match_one_device_on_4_and_8_host_devices(tmp_path):
+    """Uneven members per device, and more devices than members."""
+    match_one_device(tmp_path, (4, 8))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_results_match_one_device_on_2_host_devices(tmp_path):
+    """An even split, 3 members a device; slow only because each device count costs a subprocess."""
+    match_one_device(tmp_path, (2,))
 
 
 def free_port() -> int:

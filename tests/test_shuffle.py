@@ -7,15 +7,21 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from purerl.algos import shuffle
 from purerl.nets.distributions import Categorical
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=12, deadline=None)  # each new n compiles: the edges of a bit width are given explicitly
 @given(n=st.integers(1, 5000), seed=st.integers(0, 2**31 - 1))
+@example(n=1, seed=0)
+@example(n=2, seed=1)
+@example(n=3, seed=2)
+@example(n=256, seed=3)
+@example(n=257, seed=4)
+@example(n=4097, seed=5)
 def test_permutation_is_a_permutation_of_range_n(n, seed):
     order = np.asarray(shuffle.permutation(jax.random.PRNGKey(seed), n))
     assert order.dtype == np.int32
