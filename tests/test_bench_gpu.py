@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from purerl.bench import gpu, harness
+from cli_run import run_cli
 
 GPU = {"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "driver": "580.159.04", "count": 1}
 MACHINE = {"cpu": "x86", "cores": 16, "memory_gib": 125.0, "python": "3.12.3", "platform": "linux", "gpu": GPU}
@@ -70,17 +71,9 @@ def test_on_a_gpu_purejaxrl_runs_the_same_script_in_this_python(monkeypatch, tmp
     assert calls == []  # PureJaxRL has no DQN: the checkout does not put it on a task it cannot run
 
 
-def one_line_exit_2(capsys, argv) -> str:
-    from purerl.cli import main
-
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1, err
-    return err
-
-
 def test_bench_refuses_a_path_that_is_no_purejaxrl_checkout(tmp_path, capsys):
-    err = one_line_exit_2(capsys, ["bench", "--purejaxrl", str(tmp_path), "--out", str(tmp_path / "b.md")])
+    code, _, err = run_cli(capsys, "bench", "--purejaxrl", tmp_path, "--out", tmp_path / "b.md")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "not a checkout of luchris429/purejaxrl" in err and not list(tmp_path.iterdir())
 
 
@@ -95,5 +88,6 @@ def test_a_pinned_record_gets_its_own_section_beside_the_unpinned_one(tmp_path):
 
 
 def test_bench_refuses_more_cores_than_it_may_use(tmp_path, capsys):
-    err = one_line_exit_2(capsys, ["bench", "--cores", "4096", "--out", str(tmp_path / "b.md")])
+    code, _, err = run_cli(capsys, "bench", "--cores", "4096", "--out", tmp_path / "b.md")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "--cores 4096: this process may use only" in err and not list(tmp_path.iterdir())

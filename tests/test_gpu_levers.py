@@ -13,6 +13,7 @@ from jax.flatten_util import ravel_pytree
 from purerl.algos.objectives import dpo
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig, recorded
+from cli_run import run_cli
 from tests.conftest import TINY
 
 CARTPOLE = dict(env="CartPole-v1", num_envs=4, num_steps=32, num_minibatches=1, update_epochs=2,
@@ -116,14 +117,8 @@ def test_levers_at_their_defaults_are_not_recorded():
                                   pytest.param(["bench", "--task", "gpu-levers"], marks=pytest.mark.skipif(
                                       jax.default_backend() == "gpu", reason="refused only without a GPU"))])
 def test_cli_lever_errors_are_one_line_and_exit_2(argv, tmp_path, capsys):
-    from purerl.cli import main
-
     out = tmp_path / ("run" if argv[0] == "train" else "bench.md")
-    try:
-        code = main([*argv, "--out", str(out)])
-    except SystemExit as exit_:  # argparse's own errors
-        code = exit_.code
-    err = capsys.readouterr().err
+    code, _, err = run_cli(capsys, *argv, "--out", out)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
 
