@@ -1,7 +1,8 @@
 """Run by test_scale.py in a subprocess whose XLA_FLAGS set the number of host devices.
 
-Trains a 6-member population (uneven over 4 and 8 devices) through the CLI's code path and
-evaluates 6 ES candidates, then prints the numbers to compare as one JSON line.
+Trains a 10-member population through the CLI's code path (uneven over 4 and 8 devices) and evaluates
+6 ES candidates in chunks of at most MAX_PARALLEL (more devices than candidates on 8), then prints the numbers
+to compare as one JSON line.
 """
 
 import json
@@ -16,8 +17,9 @@ from purerl.run import experiment
 from purerl.cli import build_parser, train_spec
 from purerl.studies import value_loss
 
+MEMBERS = 10
 out = Path(sys.argv[1])
-args = build_parser().parse_args(["train", "--seeds", "6", "--num-envs", "4", "--num-steps", "32",
+args = build_parser().parse_args(["train", "--seeds", str(MEMBERS), "--num-envs", "4", "--num-steps", "32",
                                   "--total-timesteps", "1024", "--update-epochs", "2", "--num-minibatches", "2"])
 summary = experiment.run(train_spec(args), out / "train", progress=False)
 task = value_loss.make_task(total_timesteps=2048)

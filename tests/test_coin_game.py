@@ -193,7 +193,8 @@ def test_coin_cli_rejects_bad_input_before_compiling(argv, message, capsys):
 
 
 def test_coin_run_resumes_bit_for_bit(tmp_path):
-    settings = mfos_coin.PRESETS["tiny"].replace(meta_episodes=3)
+    settings = mfos_coin.PRESETS["tiny"]  # test_coin_cli_smoke's programs: one compile serves both tests
+    assert settings.meta_episodes == 2
     quiet = dict(chunk=1, log=lambda message: None)
     full = mfos_coin.run(settings, [0], tmp_path / "full", **quiet)
     with stopping.cut_after(1):
@@ -201,7 +202,7 @@ def test_coin_run_resumes_bit_for_bit(tmp_path):
     resumed = mfos_coin.run(settings, [0], tmp_path / "cut", resume=True, **quiet)
     assert resumed["resumed_from_meta_episode"] == 1
     np.testing.assert_array_equal(resumed["log"], full["log"])
-    # run_s is summed over both sessions, so the rate counts all three meta-episodes, not the two run last
+    # run_s is summed over both sessions, so the rate counts both meta-episodes, not the one run last
     board_steps = settings.num_boards * mfos_coin.META_STEPS * settings.meta_episodes
     assert resumed["steps_per_s"] == pytest.approx(board_steps / resumed["run_s"])
     assert np.all(np.isfinite(full["log"]))

@@ -425,11 +425,10 @@ def test_table_self_play_has_its_own_budget():
     assert settings.PRESETS["cpu"].for_self_play() == settings.PRESETS["cpu"]
 
 
-def test_table_commits_its_agents_and_evaluate_replays_them_exactly(tmp_path, capsys):
-    """The table saves the M-FOS agents it trained against NL; `evaluate` replays them without training and
+def check_table_agents_replay(tmp_path, capsys, record):
+    """The table saved the M-FOS agents it trained against NL; `evaluate` replays them without training and
     reproduces every number of the table's analysis; a changed agent is reported as a difference (exit 1)."""
     report_path = tmp_path / "mfos.md"
-    record = table.run_table(TINY, [0, 1], report_path, ("ipd",), "tiny", argv=None, log=lambda *_: None)
     agents = runs.agents_path(tmp_path / "mfos", "ipd", "nl")
     assert agents.stat().st_size > 0 and "ipd-vs-nl.msgpack" in report_path.read_text()
     assert mfos_cli.run_cli(_parse("evaluate", "--report", str(report_path))) == 0
@@ -442,6 +441,23 @@ def test_table_commits_its_agents_and_evaluate_replays_them_exactly(tmp_path, ca
     assert mfos_cli.run_cli(_parse("evaluate", "--report", str(report_path))) == 1
 
 
+def test_table_commits_its_agents_and_evaluate_replays_them_exactly(tmp_path, monkeypatch, capsys):
+    """M-FOS against NL trains for real; the table's other pairings are stand-ins (the whole tiny table trains
+    in test_the_whole_tiny_table_trains_every_pairing_and_its_agents_replay, slow)."""
+    _fake_training(monkeypatch, 0.25, train_vs_nl=True)
+    record = table.run_table(TINY, [0, 1], tmp_path / "mfos.md", ("ipd",), "tiny", argv=None, log=lambda *_: None)
+    assert record["games"]["ipd"]["rows"]["mfos vs nl"]["final_by_seed"] != [0.25, 0.25]  # trained, not a stand-in
+    check_table_agents_replay(tmp_path, capsys, record)
+
+
+@pytest.mark.slow
+def test_the_whole_tiny_table_trains_every_pairing_and_its_agents_replay(tmp_path, capsys):
+    record = table.run_table(TINY, [0, 1], tmp_path / "mfos.md", ("ipd",), "tiny", argv=None, log=lambda *_: None)
+    assert set(record["games"]["ipd"]["rows"]) >= {"nl vs nl", "mfos vs nl", "mfos vs lola", "mfos vs mamaml",
+                                                   "mfos vs mfos"}
+    check_table_agents_replay(tmp_path, capsys, record)
+
+
 def test_evaluate_without_committed_agents_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="no table data"):
         mfos_cli.run_cli(_parse("evaluate", "--report", str(tmp_path / "mfos.md")))
@@ -452,9 +468,9 @@ def test_evaluate_without_committed_agents_is_a_config_error(tmp_path):
 
 
 # ------------------------------------------------------- one game into a report
-def _fake_training(monkeypatch, value: float):
+def _fake_training(monkeypatch, value: float, train_vs_nl: bool = False):
     """run_table with every trained number VALUE and nothing compiled: these tests are about which games a
-    report keeps, and test_table_commits_its_agents_and_evaluate_replays_them_exactly trains for real."""
+    report keeps. With TRAIN_VS_NL, M-FOS against NL (the agents a table commits) trains for real."""
     cell = runs.summarize_seeds(np.full(2, value))
     fit = dict(chi=1.0, phi=0.1, residual=0.5, tolerance=0.05, kappa=-2.0, r2=0.5, points=10, own_mean=value,
                other_mean=value, extortionate=False)
@@ -465,8 +481,12 @@ def _fake_training(monkeypatch, value: float):
               "run_s": 1.0, "compile_s": 1.0, "params": {"w": np.zeros(2)}, "analysis": policy,
               "analysis_greedy": policy, "trajectory": None}
     rows = {f"{a} vs nl": {"final": {"shaper": cell, "opponent": cell}} for a in ("nl", "lola")}
+
+    def vs_learner(game, opponent, *rest):
+        return runs.run_vs_learner(game, opponent, *rest) if train_vs_nl and opponent == "nl" else result
+
     for name, fake in dict(mamaml_init=lambda *_: np.zeros(5), run_baselines=lambda *_: dict(rows),
-                           run_vs_learner=lambda *_: result, run_self_play=lambda *_: result,
+                           run_vs_learner=vs_learner, run_self_play=lambda *_: result,
                            plot_policies=lambda *_: None, plot_rewards=lambda *_: None).items():
         monkeypatch.setattr(table, name, fake)
 
