@@ -160,7 +160,7 @@ def _seed_list(seeds) -> list[int]:
     if isinstance(seeds, (bool, str)) or not isinstance(seeds, (numbers.Integral, Iterable)):
         raise ConfigError(f"seeds must be a count or a list of integers, got {seeds!r}")
     if isinstance(seeds, numbers.Integral):
-        return seed_range(0, int(seeds))
+        return seed_range(0, int(seeds), name="seeds")
     return [int(s) if isinstance(s, numbers.Integral) and not isinstance(s, bool) else _number(s) for s in seeds]
 
 

@@ -43,13 +43,13 @@ def check_counts(obj, limits: dict[str, int]) -> None:
             raise ConfigError(f"{flag} must be at most {limit:,}, got {value:,}")
 
 
-def seed_range(first: int, count: int) -> list[int]:
+def seed_range(first: int, count: int, name: str = "--seeds") -> list[int]:
     """Seeds first..first+count-1, checked before the list is built (a count of 2**40 is an error, not a
-    MemoryError)."""
+    MemoryError). NAME is the count's name in the caller's words (a flag, or a Python argument)."""
     if count <= 0:
-        raise ConfigError(f"--seeds must be positive, got {count}")
+        raise ConfigError(f"{name} must be positive, got {count}")
     if count > MAX_MEMBERS:
-        raise ConfigError(f"--seeds must be at most {MAX_MEMBERS:,}, got {count:,}")
+        raise ConfigError(f"{name} must be at most {MAX_MEMBERS:,}, got {count:,}")
     if first < 0 or first + count - 1 > MAX_SEED:
         raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {first}..{first + count - 1}")
     return list(range(first, first + count))
