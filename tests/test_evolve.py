@@ -123,6 +123,21 @@ def test_chunked_evaluation_equals_unchunked(tiny_value_loss):
     np.testing.assert_array_equal(a, b)
 
 
+def test_a_tiny_memory_budget_chunks_the_population_with_the_same_fitness(tiny_value_loss):
+    """A budget of one candidate per device: the smallest chunk, one program shared with the memory measurement;
+    the whole population's program is test_chunked_evaluation_equals_unchunked's."""
+    whole = evolve.Evolution(tiny_value_loss, strategies.ESConfig(population_size=6, std=1.0))
+    per_candidate = evolve.memory_per_candidate(whole)
+    tiny = evolve.Evolution(tiny_value_loss, strategies.ESConfig(population_size=6, std=1.0),
+                            memory_budget_bytes=1.5 * per_candidate)
+    # The budget is per device (one host device per core by default).
+    assert tiny.chunk == jax.device_count() and whole.chunk == 6
+    population, _ = whole.strategy.ask(jax.random.PRNGKey(0), whole.init_state(), whole.params)
+    fitness = whole.evaluate(jax.random.PRNGKey(1), population)
+    assert len(set(fitness.tolist())) > 1
+    np.testing.assert_array_equal(tiny.evaluate(jax.random.PRNGKey(1), population), fitness)
+
+
 COMMAND = ["evolve", "value-loss", "--population-size", "4", "--generations", "6", "--total-timesteps", "1024",
            "--std", "1.0", "--no-progress"]
 

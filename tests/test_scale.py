@@ -89,22 +89,3 @@ def test_two_processes_on_localhost_match_one_process(tmp_path, command):
         assert (one[:, 2] > 0).all()  # candidates differ, so the comparison means something
         np.testing.assert_allclose(two, one, rtol=1e-4)
     assert not list((tmp_path / "two").glob("*.tmp*"))  # process 1 wrote nothing half-finished
-
-
-@pytest.mark.timeout(600)
-def test_a_tiny_memory_budget_chunks_the_population_with_the_same_fitness():
-    import jax
-
-    from purerl.meta import evolve, strategies
-    from purerl.studies import value_loss
-
-    task = value_loss.make_task(total_timesteps=2048)
-    whole = evolve.Evolution(task, strategies.ESConfig(population_size=8, std=1.0))
-    per_candidate = evolve.memory_per_candidate(whole)
-    tiny = evolve.Evolution(task, strategies.ESConfig(population_size=8, std=1.0), memory_budget_bytes=2 * per_candidate)
-    # The population is 4x the budget, which is per device (one host device per core by default).
-    assert tiny.chunk == 2 * jax.device_count() and whole.chunk == 8
-    population, _ = whole.strategy.ask(jax.random.PRNGKey(0), whole.init_state(), whole.params)
-    fitness = whole.evaluate(jax.random.PRNGKey(1), population)
-    assert len(set(fitness.tolist())) > 1
-    np.testing.assert_array_equal(tiny.evaluate(jax.random.PRNGKey(1), population), fitness)
