@@ -9,22 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import SMALL, run_cli
 
 import purerl
 from purerl.run import experiment, stopping
-from purerl.cli import main, train_spec, build_parser
-
-SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "2",
-         "--num-minibatches", "2", "--no-progress"]
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:  # argparse-level errors
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from purerl.cli import build_parser, train_spec
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from cli_run import SMALL
 
 from purerl.meta import evolve
 from purerl.run import experiment, results
@@ -17,8 +18,6 @@ from purerl.cli import main
 from purerl.config import HyperParams
 from purerl.run.population import make_members
 
-SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "1",
-         "--num-minibatches", "1", "--no-progress"]
 TRAIN_FLAGS = ["--total-timesteps", "--seeds", "--seed", "--num-envs", "--num-steps", "--update-epochs",
                "--num-minibatches", "--hidden-sizes", "--checkpoint-every", *(f"--{n.replace('_', '-')}" for n in
                                                                                HyperParams._fields)]

@@ -8,12 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import SMALL
 
 from purerl.run import experiment, files, rundir, runlock
 from purerl.cli import main
-
-SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "1",
-         "--num-minibatches", "1", "--no-progress"]
 
 
 class ReachedTraining(Exception):

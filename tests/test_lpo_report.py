@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import serialization
+from cli_run import SMALL
 
 from purerl import stats
 from purerl.cli import build_parser, main, train_spec
@@ -21,8 +22,6 @@ from purerl.run import results
 from purerl.run.trainspec import TrainSpec
 from purerl.studies import lpo
 
-SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "2",
-         "--num-minibatches", "2", "--no-progress"]
 TASK = {"env": "CartPole-v1", "fitness": "auc", "total_timesteps": 1024, "num_envs": 4, "num_steps": 32}
 
 

@@ -5,22 +5,10 @@ import os
 from pathlib import Path
 
 import pytest
+from cli_run import SMALL, run_cli
 
 from purerl.run import rundir
-from purerl.cli import main
 from purerl.config import ConfigError
-
-SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "1",
-         "--num-minibatches", "1", "--no-progress"]
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
