@@ -2,6 +2,7 @@
 
 import json
 import math
+import signal
 from pathlib import Path
 
 import jax
@@ -14,7 +15,8 @@ from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.studies.act.cheap_talk import CheapTalk
 from purerl.studies import act
-from purerl.studies.act import test_time
+from purerl.run import stopping
+from purerl.studies.act import partials, test_time
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -246,11 +248,12 @@ def test_victims_sets_the_fresh_seeds_an_evaluation_trains_and_records(monkeypat
 
     evaluated = []
 
-    def evaluate(run_dirs, env_name, plots_dir, seeds):
+    def evaluate(run_dirs, env_name, plots_dir, seeds, conditions_done):
         evaluated.append(seeds)
-        return {"mean_return_over_training": {}}
+        return {"mean_return_over_training": {}, "earlier_sessions_s": 0.0}
 
     monkeypatch.setattr(act, "evaluate_train_time", evaluate)
+    monkeypatch.setattr(partials, "train_time_inputs", lambda env_name, seeds: {})  # lowers the victim programs
     params = ROOT / "docs/results/act/params-Pendulum-v1"
     report = tmp_path / "act.md"
     base = ["act", "train-time", "--env", "Pendulum-v1", "--from-params", str(params), "--report", str(report),
@@ -308,3 +311,46 @@ def test_a_diverged_victim_counts_as_not_finite_rather_than_by_its_returns_befor
     for row in report["mean_return_over_training"].values():
         assert row["n"] == 12 and not row["ci_valid"] and np.isnan(row["values"][3])
         assert all(v == 100.0 for i, v in enumerate(row["values"]) if i != 3)
+
+
+def test_a_stopped_evaluation_resumes_from_the_conditions_it_finished_and_refuses_a_damaged_one(monkeypatch, tmp_path):
+    """Each finished condition is kept (named by a hash of its inputs); a signal stops the evaluation before the
+    next condition, and --resume reads the finished ones back and trains only the rest, to the uninterrupted
+    numbers; a damaged file is refused before any victim trains, and left as it is."""
+    trained = []
+
+    def victims(env_name, psis, seeds):
+        trained.append("no channel" if psis is None else "random")
+        curve = np.arange(5 * len(seeds), dtype=np.float32).reshape(5, -1) + (psis is None)
+        return curve, np.zeros(len(seeds), bool)
+
+    monkeypatch.setattr(act, "victim_curves", victims)
+    seeds = list(range(12))
+
+    def evaluate(folder, resume, inputs=None):
+        trained.clear()
+        done = partials.Partials(tmp_path / folder, inputs or {"env": "CartPole-v1", "seeds": seeds}, resume)
+        return act.evaluate_train_time({}, "CartPole-v1", tmp_path / folder / "plots", seeds, done)
+
+    whole = evaluate("whole", resume=False)
+    assert trained == ["random", "no channel"] and whole["earlier_sessions_s"] == 0
+    with monkeypatch.context() as signalled:  # SIGTERM arrives while the first condition trains
+        signalled.setattr(stopping, "pending", lambda: "SIGTERM" if trained else None)
+        with pytest.raises(stopping.StopRequested) as stop:
+            evaluate("cut", resume=False)
+    assert (stop.value.done, stop.value.total, stop.value.saved) == (1, 2, True)
+    assert trained == ["random"] and len(list((tmp_path / "cut").glob("*.npz"))) == 1
+    resumed = evaluate("cut", resume=True)
+    assert trained == ["no channel"] and resumed["earlier_sessions_s"] > 0
+    assert resumed["mean_return_over_training"] == whole["mean_return_over_training"]
+    assert (tmp_path / "cut/plots/train_time.json").read_bytes() == (tmp_path / "whole/plots/train_time.json").read_bytes()
+    evaluate("cut", resume=False)  # without --resume every condition trains again
+    assert trained == ["random", "no channel"]
+    evaluate("cut", resume=True, inputs={"env": "CartPole-v1", "seeds": seeds, "cpu": "another"})
+    assert trained == ["random", "no channel"] and len(list((tmp_path / "cut").glob("*.npz"))) == 4
+    damaged = sorted((tmp_path / "cut").glob("random-adversary-*.npz"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    for resume in (True, False):
+        with pytest.raises(ConfigError, match="is not a finished condition of this evaluation; move it away"):
+            evaluate("cut", resume=resume)
+        assert trained == [] and len(damaged.read_bytes()) == 100

@@ -113,7 +113,8 @@ def add_act(sub) -> None:
                      f"(default: the env's own, {', '.join(f'{env} {v.victims}' for env, v in VICTIMS.items())}; "
                      "the report gives no verdict from fewer)")
     act.add_argument("--resume", action="store_true",
-                     help="continue the evolve runs under --runs-dir (and start the phase's missing ones)")
+                     help="continue the evolve runs under --runs-dir (and start the phase's missing ones), and a "
+                          "train-time evaluation from the conditions it finished (RUNS_DIR/ENV/train-time-evaluation)")
     act.add_argument("--overwrite", action="store_true", help="replace the purerl runs under --runs-dir")
     act.add_argument("--no-progress", action="store_true")
     act.set_defaults(run=cmd_act)

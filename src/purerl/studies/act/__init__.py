@@ -10,6 +10,7 @@ victim to a target cart position through the message channel alone (`test_time`)
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -18,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl import envs, stats
-from purerl.run import files, results
+from purerl.run import files, results, stopping
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
 from purerl.studies.act.cheap_talk import CheapTalk
@@ -145,9 +146,12 @@ def train_time_files(env_name: str) -> tuple[str, str]:
     return f"train_time{env_suffix(env_name)}.json", f"train_time{env_suffix(env_name)}.png"
 
 
-def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Path, seeds: list[int]) -> dict:
+def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Path, seeds: list[int],
+                        conditions_done=None) -> dict:
     """Fresh victim seeds under: each evolved adversary ({label: run dir}, its mean params), a random adversary,
-    no channel."""
+    no channel. `conditions_done` (`act.partials.Partials`) keeps each condition's victims as it finishes, so
+    that an evaluation stopped between conditions resumes there; the returned dict adds `earlier_sessions_s`
+    (the seconds of the conditions read back) to what the JSON file holds."""
     talk = CheapTalk()
     template = adversary_params(talk, jax.random.PRNGKey(0), env_name)
     n = len(seeds)
@@ -159,7 +163,22 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Pat
     obs_size = envs.make(env_name).observation_shape[0]  # made outside the trace: a traced env has traced bounds
     conditions["random adversary"] = jax.lax.map(lambda k: talk.init_params(k, obs_size), random_keys)
     conditions["no messages"] = None
-    runs = {label: victim_curves(env_name, psis, seeds) for label, psis in conditions.items()}
+    # every finished condition is read (and checked) before a victim trains
+    finished = {label: None if conditions_done is None else conditions_done.load(label, psis)
+                for label, psis in conditions.items()}
+    runs = {}
+    for done, (label, psis) in enumerate(conditions.items()):
+        if finished[label] is None:
+            if conditions_done is not None and stopping.pending():  # a signal during the condition before
+                raise stopping.StopRequested(stopping.pending(), done, len(conditions), saved=True)
+            started = time.perf_counter()
+            curves, diverged = victim_curves(env_name, psis, seeds)
+            if conditions_done is not None:
+                conditions_done.save(label, psis, {"curves": curves, "diverged": diverged,
+                                                   "seconds": time.perf_counter() - started})
+            runs[label] = curves, diverged
+        else:
+            runs[label] = finished[label]["curves"], finished[label]["diverged"]
     curves = {label: c for label, (c, _) in runs.items()}
     # a diverged victim's value is NaN (summarize counts it), not its returns from before it diverged
     rows = {label: stats.summarize(np.where(bad, np.nan, np.nanmean(stats.forward_fill(c), axis=0)))
@@ -172,4 +191,5 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Pat
     report = {"env": env_name, "seeds": seeds, "mean_return_over_training": rows,
               "runs": {label: str(d) for label, d in run_dirs.items()}}
     files.write_atomic(plots_dir / json_name, json.dumps(report, indent=2))
-    return report
+    earlier = sum(float(saved["seconds"]) for saved in finished.values() if saved is not None)
+    return {**report, "earlier_sessions_s": earlier}

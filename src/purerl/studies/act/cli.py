@@ -18,10 +18,11 @@ from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import GENERATIONS_CSV, MEAN_PARAMS
 from purerl.meta.evolve import run as evolve_run
 from purerl.studies import act
-from purerl.studies.act import test_time
+from purerl.studies.act import partials, test_time
 
 PARAMS = "params"  # beside a report: the evolved parameters its tables use, one folder per ES run
 PARAM_FILES = (MEAN_PARAMS, rundir.CONFIG, GENERATIONS_CSV)
+EVALUATION = "train-time-evaluation"  # in RUNS_DIR/ENV: the finished conditions of a train-time evaluation
 # Each phase's ES runs, as (run-name prefix, what the victim hears in training, table label); a run is
 # PREFIX-esSEED under --runs-dir/ENV.
 RUNS = {
@@ -84,10 +85,12 @@ def run_cli(args) -> int:
     if args.report:  # the report's tables can be re-evaluated from these without re-evolving
         _keep_params([run_dir for *_, run_dir in present], plots_dir / f"{PARAMS}{act.env_suffix(args.env)}")
     seeds = act.fresh_seeds(args.env, args.victims)
-    started = time.perf_counter()
+    started, earlier_sessions_s = time.perf_counter(), 0.0
     if args.phase == "train-time":
-        rows = act.evaluate_train_time({label: run_dir for _, _, label, run_dir in present}, args.env,
-                                       plots_dir, seeds)["mean_return_over_training"]
+        done = partials.Partials(base / EVALUATION, partials.train_time_inputs(args.env, seeds), args.resume)
+        evaluation = act.evaluate_train_time({label: run_dir for _, _, label, run_dir in present}, args.env,
+                                             plots_dir, seeds, done)
+        rows, earlier_sessions_s = evaluation["mean_return_over_training"], evaluation["earlier_sessions_s"]
     else:
         rows = test_time.evaluate_test_time({label: (kind, run_dir) for _, kind, label, run_dir in present}, args.env,
                                       plots_dir, seeds)["goal_return"]
@@ -100,7 +103,7 @@ def run_cli(args) -> int:
     # them, so that re-reporting finished evolutions does not record only its own seconds
     evolving = 0.0 if args.from_params else sum(run["evolve_wall_s"] for run in evolved.values())
     provenance.record("act", report, f"{args.phase}{act.env_suffix(args.env).replace('-', ' ', 1)}", args.argv,
-                      time.perf_counter() - started + evolving,
+                      time.perf_counter() - started + earlier_sessions_s + evolving,
                       {"population": es["population_size"], "generations": es["generations"],
                        "env_steps_per_run": victim.env_steps, "seeds": seeds},
                       {"evolved": evolved, "params_from": str(source)})
