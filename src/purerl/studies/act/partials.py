@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -59,7 +60,7 @@ class Partials:
         return digest.hexdigest()
 
     def path(self, label: str, key: str) -> Path:
-        return self.folder / f"{files.slug(label).replace(' ', '-')}-{key[:16]}.npz"
+        return self.folder / f"{re.sub(r'[^A-Za-z0-9.]+', '-', label).strip('-')}-{key[:16]}.npz"
 
     def load(self, label: str, psis) -> dict | None:
         """The finished condition if resuming and there is one; raises ConfigError for a file of its name that is
