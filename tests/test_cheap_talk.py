@@ -2,7 +2,6 @@
 
 import json
 import math
-import signal
 from pathlib import Path
 
 import jax
