@@ -169,8 +169,9 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Pat
     runs = {}
     for done, (label, psis) in enumerate(conditions.items()):
         if finished[label] is None:
-            if conditions_done is not None and stopping.pending():  # a signal during the condition before
-                raise stopping.StopRequested(stopping.pending(), done, len(conditions), saved=True)
+            signal_name = stopping.pending()  # a signal during the condition before
+            if conditions_done is not None and signal_name:
+                raise stopping.StopRequested(signal_name, done, len(conditions), saved=True)
             started = time.perf_counter()
             curves, diverged = victim_curves(env_name, psis, seeds)
             if conditions_done is not None:

@@ -30,7 +30,7 @@ def train_time_inputs(env_name: str, seeds: list[int]) -> dict:
     """What a train-time condition's victims depend on besides the condition's own adversary parameters."""
     from purerl.publish import provenance
     from purerl.publish.fingerprint.core import abstract, lowered_text
-    from purerl.runtime import hostinfo
+    from purerl.runtime import host_devices, hostinfo
     from purerl.studies import act
 
     victim, talk = act.victim_of(env_name), act.CheapTalk()
@@ -40,7 +40,7 @@ def train_time_inputs(env_name: str, seeds: list[int]) -> dict:
     programs = [lowered_text(act.victim(env_name, None), key, hp), lowered_text(act.victim(env_name, talk), key, hp, psi)]
     return {"env": env_name, "seeds": seeds, "hp": victim.hp._asdict(), "config": repr(victim.config),
             "programs": [hashlib.sha256(text.encode()).hexdigest() for text in programs],
-            "cpu": hostinfo.cpu(), "cores": provenance.machine()["cores_in_use"], "versions": provenance.versions()}
+            "cpu": hostinfo.cpu(), "cores": host_devices.cores(), "versions": provenance.versions()}
 
 
 class Partials:
@@ -80,7 +80,7 @@ class Partials:
         return saved if self.resume else None
 
     def save(self, label: str, psis, saved: dict) -> None:
-        buffer = io.BytesIO()
-        np.savez(buffer, **{**{name: np.asarray(saved[name]) for name in FIELDS[1:]}, "key": self.key(label, psis)})
+        key, buffer = self.key(label, psis), io.BytesIO()
+        np.savez(buffer, **{name: np.asarray(saved[name]) for name in FIELDS[1:]}, key=key)
         self.folder.mkdir(parents=True, exist_ok=True)
-        files.write_atomic(self.path(label, self.key(label, psis)), buffer.getvalue())
+        files.write_atomic(self.path(label, key), buffer.getvalue())
