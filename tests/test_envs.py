@@ -15,11 +15,15 @@ DOWNLOADS = {"MNISTBandit-bsuite"}  # builds by downloading MNIST; no network he
 @pytest.mark.parametrize("name", [n for n in gymnax.registered_envs if n not in DOWNLOADS] + list(MASKED))
 def test_every_gymnax_id_resets_and_steps(name):
     env = envs.make(name)
-    obs, state = env.reset(jax.random.PRNGKey(0))
-    assert obs.shape == env.observation_shape and obs.dtype == jnp.float32
     space = env.action_space
     action = jnp.int32(0) if space.discrete else jnp.zeros(space.shape)
-    state, ts = env.step(jax.random.PRNGKey(1), state, action)
+
+    def reset_then_step(key):  # one program: gymnax's own jitted reset and step would compile apart
+        obs, state = env.reset(key)
+        return obs, env.step(jax.random.PRNGKey(1), state, action)
+
+    obs, (state, ts) = jax.jit(reset_then_step)(jax.random.PRNGKey(0))
+    assert obs.shape == env.observation_shape and obs.dtype == jnp.float32
     assert ts.obs.shape == ts.final_obs.shape == env.observation_shape
     assert ts.terminated.dtype == ts.truncated.dtype == jnp.bool_
     assert {"episode_done", "episode_return", "episode_length"} <= set(ts.info)
