@@ -151,6 +151,7 @@ def purerl(*args, **kwargs):
 def test_sigkill_mid_run_then_resume_gives_exactly_the_uninterrupted_es_mean(tmp_path):
     full, cut = tmp_path / "full", tmp_path / "cut"
     reference = purerl(*COMMAND, "--out", str(full))
+    assert reference.wait() == 0, reference.stderr.read()  # first, so the victim loads its compiled program
     victim = purerl(*COMMAND, "--out", str(cut))
     log = cut / evolve_files.GENERATIONS_CSV
     deadline = time.time() + 300
@@ -162,7 +163,6 @@ def test_sigkill_mid_run_then_resume_gives_exactly_the_uninterrupted_es_mean(tmp
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait()
     assert not (cut / evolve_files.MEAN_PARAMS).exists()
-    assert reference.wait() == 0, reference.stderr.read()
     resumed = purerl(*COMMAND, "--out", str(cut), "--resume")
     assert resumed.wait() == 0, resumed.stderr.read()
     assert (cut / evolve_files.MEAN_PARAMS).read_bytes() == (full / evolve_files.MEAN_PARAMS).read_bytes()
