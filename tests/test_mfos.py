@@ -54,8 +54,8 @@ def test_meta_game_step_matches_hand_computation(ipd_nl):
     np.testing.assert_allclose(obs[5:], sigmoid(opponent), rtol=1e-6)  # the opponent's initial policy
 
     # Pure strategies: M-FOS (player 2) always defects, the opponent always cooperates: T = 0 vs S = -3.
-    pure = state._replace(opponent=jnp.full(5, 30.0))
-    _, ts = step(jax.random.PRNGKey(1), pure, jnp.full(5, -30.0))
+    pure = state._replace(opponent=jnp.full(5, 30.0, jnp.float32))  # strong types: step's one program serves all
+    _, ts = step(jax.random.PRNGKey(1), pure, jnp.full(5, -30.0, jnp.float32))
     np.testing.assert_allclose([ts.reward, ts.info["opponent_reward"]], [0.0, -3.0], atol=1e-5)
 
     # Mixed policies against an independent float64 solve; the opponent takes one naive step (seat 0, lr 1).
