@@ -104,6 +104,10 @@ def tiny_runs(scores, episodes=None, updates: int = 4) -> pbt.PBTState:
         scores=jnp.full((n, 1), jnp.nan), explored=jnp.full((n, 2, 1), jnp.nan))
 
 
+# One small program per (config, members), not the round's ops one by one.
+exploit = jax.jit(pbt.exploit_and_explore, static_argnums=(2, 3))
+
+
 @pytest.mark.parametrize("scores, copied", [
     ([np.nan, 1, 2, 3, 4, 9], 2),  # member 0 has no score, member 5 is padding: 4 ranked, 2 copies
     ([np.nan, np.nan, 2, np.nan, 4, 9], 1),  # 2 ranked: one copy, so the groups never overlap
@@ -111,7 +115,7 @@ def tiny_runs(scores, episodes=None, updates: int = 4) -> pbt.PBTState:
 ])
 def test_members_without_a_score_and_padding_are_neither_copied_nor_replaced(scores, copied):
     config = PBTConfig(interval=2, fraction=0.5, explore=(Bound("lr", 1e-4, 1e-2),))
-    after = pbt.exploit_and_explore(tiny_runs(scores), jnp.int32(2), config, num_members=5)
+    after = exploit(tiny_runs(scores), jnp.int32(2), config, 5)
     parents = np.asarray(after.parents[:, 0])
     changed = np.flatnonzero(parents != np.arange(6))
     assert len(changed) == copied
@@ -127,17 +131,17 @@ def test_a_diverged_member_is_replaced_first_and_never_copied():
     config = PBTConfig(interval=2, fraction=0.25, explore=(Bound("lr", 1e-4, 1e-2),))
     scores = [10.0, np.nan, 50.0, 100.0]
     episodes = np.ones((4, 4))  # member 1's episodes ended, with NaN returns
-    after = pbt.exploit_and_explore(tiny_runs(scores, episodes), jnp.int32(2), config, num_members=4)
+    after = exploit(tiny_runs(scores, episodes), jnp.int32(2), config, 4)
     parents = np.asarray(after.parents[:, 0])
     assert parents[1] == 3 and list(parents[[0, 2, 3]]) == [0, 2, 3]  # the diverged one copies the best
     assert np.isfinite(np.asarray(after.train.params)).all() and np.isnan(after.scores[1, 0])
-    mostly = pbt.exploit_and_explore(tiny_runs([np.nan, np.nan, np.nan, 7.0], episodes), jnp.int32(2), config, 4)
+    mostly = exploit(tiny_runs([np.nan, np.nan, np.nan, 7.0], episodes), jnp.int32(2), config, 4)
     assert list(np.asarray(mostly.parents[:, 0])) == [3, 1, 2, 3]  # one healthy member: one copy, from it
 
 
 def test_members_that_tie_are_not_copied_for_nothing():
     config = PBTConfig(interval=2, fraction=0.5, explore=(Bound("lr", 1e-4, 1e-2),))
-    after = pbt.exploit_and_explore(tiny_runs([500.0] * 4), jnp.int32(2), config, num_members=4)
+    after = exploit(tiny_runs([500.0] * 4), jnp.int32(2), config, 4)
     assert list(np.asarray(after.parents[:, 0])) == [0, 1, 2, 3]
     np.testing.assert_array_equal(after.hp.lr, np.full(4, 1e-3, np.float32))  # nor explored
 
@@ -149,7 +153,7 @@ def test_the_score_weighs_every_episode_the_same():
     runs = tiny_runs([0.0, 30.0], np.array([[1.0, 9.0], [5.0, 5.0]]), updates=2)
     runs = runs._replace(train=runs.train._replace(metrics={
         **runs.train.metrics, "episode_return": jnp.asarray([[100.0, 10.0], [30.0, 30.0]])}))
-    after = pbt.exploit_and_explore(runs, jnp.int32(2), config, num_members=2)
+    after = exploit(runs, jnp.int32(2), config, 2)
     np.testing.assert_allclose(after.scores[:, 0], [19.0, 30.0])
     assert list(np.asarray(after.parents[:, 0])) == [1, 1]
 
