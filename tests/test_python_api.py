@@ -72,7 +72,7 @@ def test_make_train_from_an_env_id_is_what_the_cli_trains():
 
 
 def test_make_train_from_an_env_id_is_a_pure_train_function():
-    train = make_train("CartPole-v1", **SMALL, lr=1e-3)
+    train = make_train("CartPole-v1", total_timesteps=20_000, lr=1e-3)  # docs/python_api.md's: one compile for both
     result = jax.jit(train)(jax.random.PRNGKey(0))
     assert result.metrics["episode_return"].shape == (train.config.num_updates,)
     assert train.hyperparams.lr == 1e-3 and type(train.algorithm) is purerl.PPO
@@ -100,7 +100,7 @@ def test_a_bad_setting_is_one_config_error_line(settings, message):
 
 
 def test_a_grid_from_python_and_a_rerun_of_the_script_continues(tmp_path):
-    train = make_train("CartPole-v1", **SMALL)
+    train = make_train("CartPole-v1", total_timesteps=20_000)  # the population docs/python_api.md trains
     first = purerl.train(train, tmp_path / "grid", seeds=2, grid={"lr": [1e-3, 2.5e-4]}, resume="auto",
                          progress=False)
     assert list(first["final_return_by_setting"]) == ["lr=0.001", "lr=0.00025"]
