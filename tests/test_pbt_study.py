@@ -19,10 +19,11 @@ from purerl.run.population import Placement, make_members
 
 # The settings of test_pbt's CLI run: the study's PBT and random-search runs load the programs it compiles.
 CONFIG = PPOConfig(num_envs=4, num_steps=16, total_timesteps=4 * 16 * 12, update_epochs=1, num_minibatches=2)
-EXPLORE = parse_explore("lr=1e-4:1e-2,ent_coef=0:0.1")
+EXPLORE_FLAG = "lr=1e-4:1e-2,ent_coef=0:0.1"
+EXPLORE = parse_explore(EXPLORE_FLAG)
 TINY = ["--env", "CartPole-v1", "--seeds", "4", "--repetitions", "2", "--num-envs", "4", "--num-steps", "16",
         "--total-timesteps", "768", "--update-epochs", "1", "--num-minibatches", "2", "--episodes", "2",
-        "--pbt-interval", "4", "--pbt-explore", "lr=1e-4:1e-2,ent_coef=0:0.1", "--no-progress"]
+        "--pbt-interval", "4", "--pbt-explore", EXPLORE_FLAG, "--no-progress"]
 
 
 def test_random_search_samples_pbts_priors_once_and_never_copies_or_changes_them():

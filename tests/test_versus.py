@@ -181,7 +181,7 @@ def test_the_registered_command_resumes_and_a_change_to_sac_moves_only_its_sac_p
     for part in study_.parts:
         (command,) = fingerprint.part_commands("offpolicy", part)
         assert catalog.resume_rule(command) == "always" and provenance.listed(study_, command.format(runs="x"))
-    # The registered command on Pendulum-v1: the same programs' fingerprint, without tracing brax twice.
+    # The registered command's settings on Pendulum-v1: the same fingerprint code, without tracing brax twice.
     (command,) = fingerprint.part_commands("offpolicy", study_.parts[0])
     command = command.replace(f"--env {study_.parts[0]}", "--env Pendulum-v1")
     assert "--env Pendulum-v1" in command
