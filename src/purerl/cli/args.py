@@ -8,6 +8,7 @@ import datetime
 import math
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,18 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+        self._deferred_help: list[tuple[argparse.Action, Callable[[], str]]] = []
+
+    def defer_help(self, action: argparse.Action, text: Callable[[], str]) -> None:
+        """Give `action` the help `text()` once help is shown, for help that is costly to work out: parsing,
+        which every command does, then never pays for it."""
+        self._deferred_help.append((action, text))
+
+    def format_help(self) -> str:
+        for action, text in self._deferred_help:
+            action.help = text()
+        self._deferred_help.clear()
+        return super().format_help()
 
     def error(self, message: str):
         print(f"purerl: error: {message}", file=sys.stderr)

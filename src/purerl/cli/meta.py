@@ -22,19 +22,19 @@ def add_evolve(sub) -> None:
     evolve.add_argument("--env", help="environment of the inner runs (lpo; default the preset's)")
     evolve.add_argument("--preset", default="cpu", help="budget: cpu (default, 2-core CPU) or paper (one GPU)")
     evolve.add_argument("--es-preset", choices=["paper-openes"], help="the 2022 papers' OpenES settings")
-    evolve.add_argument("--strategy", help=_es_help("strategy"))
-    evolve.add_argument("--population-size", type=integer, help=_es_help("population_size"))
-    evolve.add_argument("--generations", type=integer, help=_es_help("generations"))
-    evolve.add_argument("--rollouts", type=integer, help=_es_help("rollouts"))
+    _es_option(evolve, "--strategy", "strategy")
+    _es_option(evolve, "--population-size", "population_size", type=integer)
+    _es_option(evolve, "--generations", "generations", type=integer)
+    _es_option(evolve, "--rollouts", "rollouts", type=integer)
     evolve.add_argument("--fitness-shaping", help="open_es, pgpe: centered_rank (default), z_score or none; "
                         "the other strategies use their own rank weights (rank_weights, the default)")
-    evolve.add_argument("--optimizer", help=_es_help("optimizer"))
-    evolve.add_argument("--es-lr", type=finite_float, dest="lr", help=_es_help("lr"))
-    evolve.add_argument("--es-lr-final", type=finite_float, dest="lr_final", help=_es_help("lr_final"))
-    evolve.add_argument("--std", type=finite_float, help=_es_help("std"))
-    evolve.add_argument("--std-final", type=finite_float, help=_es_help("std_final"))
-    evolve.add_argument("--seed", type=integer, help=_es_help("seed"))
-    evolve.add_argument("--max-parallel", type=integer, help=_es_help("max_parallel"))
+    _es_option(evolve, "--optimizer", "optimizer")
+    _es_option(evolve, "--es-lr", "lr", type=finite_float, dest="lr")
+    _es_option(evolve, "--es-lr-final", "lr_final", type=finite_float, dest="lr_final")
+    _es_option(evolve, "--std", "std", type=finite_float)
+    _es_option(evolve, "--std-final", "std_final", type=finite_float)
+    _es_option(evolve, "--seed", "seed", type=integer)
+    _es_option(evolve, "--max-parallel", "max_parallel", type=integer)
     evolve.add_argument("--fitness", choices=["final", "auc"],
                         help="final return or mean return over training (default: the task preset's)")
     evolve.add_argument("--total-timesteps", type=positive(integer),
@@ -50,6 +50,12 @@ def add_evolve(sub) -> None:
     evolve.add_argument("--overwrite", action="store_true", help="replace the purerl run in --out")
     evolve.add_argument("--no-progress", action="store_true")
     evolve.set_defaults(run=cmd_evolve)
+
+
+def _es_option(evolve, flag: str, name: str, **kwargs) -> None:
+    """An ES setting's flag. Its help, with every task's default, is worked out only when help is shown: that
+    imports every meta-task, which would add about 2 s to the start of every command."""
+    evolve.defer_help(evolve.add_argument(flag, **kwargs), lambda: _es_help(name))
 
 
 def _es_help(name: str) -> str:
@@ -91,8 +97,6 @@ def add_analyze(sub) -> None:
 
 
 def add_act(sub) -> None:
-    from purerl.studies.act import VICTIMS
-
     act = sub.add_parser("act", help="adversarial cheap talk: evolve an adversary that only appends messages")
     act.add_argument("phase", choices=["train-time", "test-time"])
     act.add_argument("--mode", choices=["anti", "pro"], default="anti", help="train-time: lower or raise returns")
@@ -109,15 +113,20 @@ def add_act(sub) -> None:
                      "(an evolve run without it only evolves; --from-params defaults it to RUNS_DIR/ENV/report.md)")
     act.add_argument("--from-params", type=path, help="evaluate the evolved parameters in this folder (a --runs-dir "
                      "ENV folder or a report's params/ folder) instead of evolving")
-    act.add_argument("--victims", type=at_most(MAX_VICTIMS), help="fresh victims the evaluation trains per condition "
-                     f"(default: the env's own, {', '.join(f'{env} {v.victims}' for env, v in VICTIMS.items())}; "
-                     "the report gives no verdict from fewer)")
+    act.defer_help(act.add_argument("--victims", type=at_most(MAX_VICTIMS)), _victims_help)
     act.add_argument("--resume", action="store_true",
                      help="continue the evolve runs under --runs-dir (and start the phase's missing ones), and a "
                           "train-time evaluation from the conditions it finished (RUNS_DIR/ENV/train-time-evaluation)")
     act.add_argument("--overwrite", action="store_true", help="replace the purerl runs under --runs-dir")
     act.add_argument("--no-progress", action="store_true")
     act.set_defaults(run=cmd_act)
+
+
+def _victims_help() -> str:
+    from purerl.studies.act import VICTIMS
+
+    return (f"fresh victims the evaluation trains per condition (default: the env's own, "
+            f"{', '.join(f'{env} {v.victims}' for env, v in VICTIMS.items())}; the report gives no verdict from fewer)")
 
 
 def cmd_evolve(args: argparse.Namespace) -> int:
