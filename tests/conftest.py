@@ -12,6 +12,10 @@ from purerl.config import HyperParams, PPOConfig  # noqa: E402
 # 4 envs x 32 steps, 8 updates: compiles in seconds, still exercises every code path.
 TINY = PPOConfig(env="CartPole-v1", num_envs=4, num_steps=32, total_timesteps=4 * 32 * 8,
                  update_epochs=2, num_minibatches=2)
+# One minibatch (128 samples), 2 epochs: the one-update learning step that test_gpu_levers checks its levers
+# against and test_ppo its full-batch claim with, as one program.
+FULL_BATCH = dict(env="CartPole-v1", num_envs=4, num_steps=32, num_minibatches=1, update_epochs=2,
+                  total_timesteps=256)
 
 
 @pytest.fixture(scope="session")

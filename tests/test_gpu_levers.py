@@ -14,10 +14,9 @@ from purerl.algos.objectives import dpo
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig, recorded
 from cli_run import run_cli
-from tests.conftest import TINY
+from tests.conftest import FULL_BATCH, TINY
 
-CARTPOLE = dict(env="CartPole-v1", num_envs=4, num_steps=32, num_minibatches=1, update_epochs=2,
-                total_timesteps=256)  # one 128-sample chunk per step
+CARTPOLE = FULL_BATCH  # one 128-sample chunk per step
 MINATAR = dict(env="Breakout-MinAtar", num_envs=16, num_steps=32, num_minibatches=2, update_epochs=2,
                activation="relu", total_timesteps=1024)  # 256 samples per minibatch: two chunks, accumulated
 
