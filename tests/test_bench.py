@@ -135,11 +135,12 @@ def test_evolve_throughput_times_real_generations_and_their_parts(monkeypatch):
     from purerl.bench import worker
     from purerl.studies import value_loss
 
-    monkeypatch.setitem(value_loss.PRESETS, "tiny", dict(es=dict(population_size=4, generations=3, rollouts=1),
-                                                         inner=dict(num_envs=2, num_steps=8, total_timesteps=64)))
+    # test_evolve's CLI run at the cpu preset's shape: its evaluation program is the one compiled there
+    monkeypatch.setitem(value_loss.PRESETS, "tiny", dict(es=dict(population_size=4, generations=3, rollouts=4),
+                                                         inner=dict(num_envs=4, num_steps=64, total_timesteps=1024)))
     monkeypatch.setitem(worker.EVOLVE_PRESETS, "cpu", "tiny")
     result = worker.measure_evolve("cpu", generations=2)
-    assert result["study_preset"] == "tiny" and result["inner_total_timesteps"] == 64
+    assert result["study_preset"] == "tiny" and result["inner_total_timesteps"] == 1024
     assert result["population_size"] == 4 and result["generations_measured"] == 2
     assert 0 < result["es_overhead_fraction"] < 1 and result["agents_per_hour"] > 0
     assert set(result["parts_s"]) >= {"ask", "tell", "inner_training", "checkpoint"}
