@@ -81,8 +81,11 @@ def test_bad_config_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, orig
 
 def test_a_dqn_record_reruns_bit_identically(capsys, tmp_path):
     original, rerun = tmp_path / "dqn", tmp_path / "rerun"
-    assert main(["train", "--algo", "dqn", "--out", str(original), "--total-timesteps", "2048",
-                 "--learning-starts", "512", "--no-progress"]) == 0
+    # test_value_based's tiny DQN on its three seeds: the programs its resume test compiles
+    tiny = ["--num-envs", "4", "--num-steps", "8", "--total-timesteps", "192", "--buffer-size", "64",
+            "--buffer-batch-size", "16", "--learning-starts", "32", "--train-interval", "4",
+            "--target-update-interval", "32", "--epsilon-anneal-time", "100", "--hidden-sizes", "16", "--seeds", "3"]
+    assert main(["train", "--algo", "dqn", "--out", str(original), *tiny, "--no-progress"]) == 0
     code, _, err = run_cli(capsys, "train", "--config", original, "--out", rerun, "--no-progress")
     assert code == 0, err
     assert (rerun / "metrics.csv").read_bytes() == (original / "metrics.csv").read_bytes()
