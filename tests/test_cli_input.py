@@ -141,10 +141,17 @@ def test_diverged_members_are_marked_with_one_warning(capfd, tmp_path):
     assert "2 (2 diverged)" in captured.out
 
 
-@pytest.mark.parametrize("env", ["CartPole-v1", "Breakout-MinAtar", "CartPole-NoVel-v1"])
-def test_eval_gif_renders_a_whole_episode(capsys, monkeypatch, tmp_path, env):
+# The masked task trains test_eval's recurrent run (its programs): its GIF unwraps the masked state.
+GRU_NOVEL = ["--network", "gru", "--preset", "pomdp", "--total-timesteps", "512", "--num-steps", "32", "--seeds", "2",
+             "--hidden-sizes", "16", "--no-progress"]
+
+
+@pytest.mark.parametrize("env, flags", [("CartPole-v1", ["--seeds", "1", *SMALL]),
+                                        ("Breakout-MinAtar", ["--seeds", "1", *SMALL]),
+                                        ("CartPole-NoVel-v1", GRU_NOVEL)], ids=["CartPole", "MinAtar", "NoVel-GRU"])
+def test_eval_gif_renders_a_whole_episode(capsys, monkeypatch, tmp_path, env, flags):
     out = tmp_path / "run"
-    assert main(["train", "--env", env, "--out", str(out), "--seeds", "1", *SMALL]) == 0
+    assert main(["train", "--env", env, "--out", str(out), *flags]) == 0
     with monkeypatch.context() as without_pygame:
         without_pygame.setitem(sys.modules, "pygame", None)
         code, err = outcome(capsys, ["eval", str(out), "--episodes", "1", "--gif"])
