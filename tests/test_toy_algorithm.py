@@ -32,5 +32,6 @@ def test_a_toy_algorithm_trains_through_the_cli_with_a_grid(toy_registered, tmp_
 
 
 def test_a_toy_algorithm_resumes_bit_exact(toy_registered, tmp_path):
-    spec = train_spec(build_parser().parse_args(["train", *FLAGS, "--seeds", "3", "--num-steps", "16"]))
+    # 4 members (2 a device, 4 updates): the grid test's programs
+    spec = train_spec(build_parser().parse_args(["train", *FLAGS, "--seeds", "4", "--num-envs", "8"]))
     assert_resume_is_bit_exact(spec, tmp_path)
