@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import SMALL
 from purerl.cli import main
 from purerl.run.stopping import StopRequested, graceful_stop
 
 # ~2,400 updates: long enough to be stopped mid-run, a few seconds of compute.
 LONG = ["train", "--seeds", "2", "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "614400",
         "--update-epochs", "1", "--num-minibatches", "1", "--no-progress", "--checkpoint-every", "1e9"]
-SHORT = ["train", "--seeds", "2", "--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024",
-         "--update-epochs", "1", "--num-minibatches", "1", "--no-progress"]
+SHORT = ["train", "--seeds", "2", *SMALL]  # the small run test_eval, test_cli and others compile
 
 
 def purerl(*args) -> subprocess.Popen:
