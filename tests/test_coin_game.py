@@ -1,5 +1,7 @@
 """The coin game, recurrent PPO, and M-FOS in the coin game."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,18 +64,20 @@ def test_moves_wrap_around_the_torus_and_views_are_egocentric():
 
 def test_recurrent_unroll_equals_stepping_with_resets():
     net = ConvGRUActorCritic(ActionSpace(True, 4), channels=4, features=8)
-    params = init_params(net, jax.random.PRNGKey(0), (3, 3, 5))
+    params = jax.jit(lambda key: init_params(net, key, (3, 3, 5)))(jax.random.PRNGKey(0))
     obs = jax.random.normal(jax.random.PRNGKey(1), (6, 3, 3, 3, 5))  # [T, N, ...]
     resets = jnp.array([[1, 1, 1], [0, 0, 1], [0, 1, 0], [0, 0, 0], [1, 0, 0], [0, 0, 0]], bool)
     carry = net.initial_carry(3)
-    carries, pi, values = net.apply(params, carry, obs, resets, method="unroll")
+    # jitted: op by op, flax's layers would compile each small op on its own
+    unroll, step = (jax.jit(functools.partial(net.apply, method=m)) for m in ("unroll", "step"))
+    carries, pi, values = unroll(params, carry, obs, resets)
     for t in range(6):
-        carry, step_pi = net.apply(params, carry, obs[t], resets[t], method="step")
+        carry, step_pi = step(params, carry, obs[t], resets[t])
         np.testing.assert_allclose(step_pi.logits, pi.logits[t], atol=1e-5)
         np.testing.assert_allclose(carry[1], carries[1][t], atol=1e-5)
     # A reset at t=4 makes env 0's later outputs independent of what it saw before.
     altered = obs.at[:4, 0].set(0.0)
-    _, pi_altered, _ = net.apply(params, net.initial_carry(3), altered, resets, method="unroll")
+    _, pi_altered, _ = unroll(params, net.initial_carry(3), altered, resets)
     np.testing.assert_allclose(pi_altered.logits[4:, 0], pi.logits[4:, 0], atol=1e-6)
     assert not np.allclose(pi_altered.logits[1:4, 0], pi.logits[1:4, 0])
 

@@ -1,5 +1,6 @@
 """The GRU actor-critic (`--network gru`): PPO's sequence contract, and a recurrent run from the CLI."""
 
+import functools
 import json
 
 import jax
@@ -15,17 +16,20 @@ from purerl.nets.gru import GRUActorCritic
 def test_unroll_equals_stepping_and_reset_forgets():
     env = envs.make("MemoryChain-bsuite")
     net = GRUActorCritic(env.action_space, features=8)
-    params = net.init(jax.random.PRNGKey(0), jnp.zeros(env.observation_shape))
+    params = jax.jit(net.init)(jax.random.PRNGKey(0), jnp.zeros(env.observation_shape))
     obs = jax.random.normal(jax.random.PRNGKey(1), (5, 3) + env.observation_shape)  # [T, N, obs]
-    resets = jnp.zeros((5, 3), bool).at[0].set(True).at[3, 1].set(True)
-    carries, pi, value = net.apply(params, net.initial_carry(3), obs, resets, method="unroll")
+    resets = np.zeros((5, 3), bool)
+    resets[0], resets[3, 1] = True, True
+    # jitted: op by op, flax's layers would compile each small op on its own
+    unroll, step = (jax.jit(functools.partial(net.apply, method=m)) for m in ("unroll", "step"))
+    carries, pi, value = unroll(params, net.initial_carry(3), obs, resets)
     carry = net.initial_carry(3)
     for t in range(5):
-        carry, step_pi = net.apply(params, carry, obs[t], resets[t], method="step")
+        carry, step_pi = step(params, carry, obs[t], resets[t])
         np.testing.assert_allclose(carry, carries[t], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(step_pi.logits, pi.logits[t], rtol=1e-5, atol=1e-6)
     # env 1 restarted at t=3: from there it matches a fresh unroll of the same observations
-    fresh, _, fresh_value = net.apply(params, jnp.full((1, 8), 5.0), obs[3:, 1:2], resets[3:, 1:2], method="unroll")
+    fresh, _, fresh_value = unroll(params, jnp.full((1, 8), 5.0), obs[3:, 1:2], resets[3:, 1:2])
     np.testing.assert_allclose(fresh[:, 0], carries[3:, 1], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(fresh_value[:, 0], value[3:, 1], rtol=1e-5, atol=1e-6)
 
