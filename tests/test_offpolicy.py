@@ -39,11 +39,11 @@ def test_resume_after_interruption_equals_uninterrupted_run_over_three_seeds(alg
 def test_a_truncation_bootstraps_and_a_termination_does_not(cls, config):
     train = cls(config)
     hp = train.hyperparams().as_arrays()
-    state = train.init(jax.random.PRNGKey(0), hp)
+    state = jax.jit(train.init)(jax.random.PRNGKey(0), hp)
     obs = jnp.ones((4, 3))
     batch = offpolicy.Transition(obs, jnp.zeros((4, 1)), jnp.ones(4), obs, jnp.zeros(4, bool))
     far = batch._replace(next_obs=obs * 5.0)
-    loss = lambda b: train.critic_loss(state.params["critic"], state, b, jax.random.PRNGKey(1), hp)[0]  # noqa: E731
+    loss = jax.jit(lambda b: train.critic_loss(state.params["critic"], state, b, jax.random.PRNGKey(1), hp)[0])
     assert loss(batch) != loss(far)  # not terminated (a truncation): the target reads the final observation
     ended, ended_far = batch._replace(terminated=jnp.ones(4, bool)), far._replace(terminated=jnp.ones(4, bool))
     assert loss(ended) == loss(ended_far)  # terminated: no bootstrap, the next observation does not matter
