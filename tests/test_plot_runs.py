@@ -8,20 +8,17 @@ import numpy as np
 import pytest
 
 from purerl.run import results, side_by_side
-from cli_run import run_cli
+from cli_run import SMALL, run_cli
 from purerl.cli import main
-
-SMALL = ["--num-steps", "32", "--total-timesteps", "2048", "--update-epochs", "2", "--num-minibatches", "2",
-         "--no-progress"]
-
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
-    """Two real runs that differ in env steps per update; the second sweeps lr inside the run."""
+    """Two real runs that differ in env steps per update; the second sweeps lr inside the run. The first is the
+    shared small run at 4 members (test_cli_input's diverged-members run compiles it)."""
     base = tmp_path_factory.mktemp("plot")
     first, second = base / "four-envs", base / "eight-envs"
-    assert main(["train", "--out", str(first), "--seeds", "3", "--num-envs", "4", *SMALL]) == 0
-    assert main(["train", "--out", str(second), "--seeds", "2", "--num-envs", "8", "--lr", "1e-3,3e-3", *SMALL]) == 0
+    assert main(["train", "--out", str(first), "--seeds", "4", *SMALL]) == 0
+    assert main(["train", "--out", str(second), "--seeds", "2", "--lr", "1e-3,3e-3", *SMALL, "--num-envs", "8"]) == 0
     return first, second
 
 
@@ -46,7 +43,7 @@ def test_labels_show_only_the_fields_that_differ_and_grid_rows_their_own_setting
     assert labels == [{"default": "num_envs=4, lr=0.00025"},
                       {"lr=0.001": "num_envs=8, lr=0.001", "lr=0.003": "num_envs=8, lr=0.003"}]
     assert set(loaded[1].series("episode_return")) == {"lr=0.001", "lr=0.003"}
-    assert loaded[1].series("episode_return")["lr=0.001"].shape == (8, 2)  # 2048 / (8 x 32) updates, 2 seeds
+    assert loaded[1].series("episode_return")["lr=0.001"].shape == (4, 2)  # 1024 / (8 x 32) updates, 2 seeds
 
 
 def test_labels_across_algorithms_name_the_algorithm_and_no_other_algorithms_fields(two_runs, dqn_acrobot):
@@ -89,7 +86,7 @@ def test_one_panel_per_environment_with_one_legend_inside_the_figure(two_runs, d
         assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1 and figure.bbox.y0 <= box.y0 \
             and box.y1 <= figure.bbox.y1, (artist, box, figure.bbox)
     entries = [text.get_text() for text in figure.legends[0].get_texts()]
-    assert entries == ["ppo: num_envs=4, lr=0.00025 (n=3, no CI)", "ppo: num_envs=8, lr=0.001 (n=2, no CI)",
+    assert entries == ["ppo: num_envs=4, lr=0.00025 (n=4, no CI)", "ppo: num_envs=8, lr=0.001 (n=2, no CI)",
                        "ppo: num_envs=8, lr=0.003 (n=2, no CI)", "dqn (n=2, no CI)"]
     assert "n<10: no CI" in figure.legends[0].get_title().get_text()
     plt.close(figure)
@@ -97,8 +94,8 @@ def test_one_panel_per_environment_with_one_legend_inside_the_figure(two_runs, d
 
 def test_a_band_only_from_ten_seeds_and_single_seeds_below(two_runs):
     figure = _figure(two_runs)
-    assert not figure.axes[0].collections  # 3 and 2 seeds: no band
-    assert len(figure.axes[0].lines) == (1 + 3) + 2 * (1 + 2)  # each IQM line and its seeds' thin lines
+    assert not figure.axes[0].collections  # 4 and 2 seeds: no band
+    assert len(figure.axes[0].lines) == (1 + 4) + 2 * (1 + 2)  # each IQM line and its seeds' thin lines
     plt.close(figure)
     rng = np.random.default_rng(0)
     steps = np.arange(1, 41) * 100
@@ -114,9 +111,9 @@ def test_a_band_only_from_ten_seeds_and_single_seeds_below(two_runs):
 
 def test_a_loss_is_drawn_per_seed_and_grid_setting_like_the_return(two_runs):
     figure = _figure(two_runs, "value_loss")
-    assert len(figure.axes[0].lines) == (1 + 3) + 2 * (1 + 2)  # each IQM line and its seeds' thin lines
+    assert len(figure.axes[0].lines) == (1 + 4) + 2 * (1 + 2)  # each IQM line and its seeds' thin lines
     assert [t.get_text() for t in figure.legends[0].get_texts()] == [
-        "num_envs=4, lr=0.00025 (n=3, no CI)", "num_envs=8, lr=0.001 (n=2, no CI)", "num_envs=8, lr=0.003 (n=2, no CI)"]
+        "num_envs=4, lr=0.00025 (n=4, no CI)", "num_envs=8, lr=0.001 (n=2, no CI)", "num_envs=8, lr=0.003 (n=2, no CI)"]
     plt.close(figure)
 
 
@@ -165,7 +162,7 @@ def test_summary_prints_one_table_with_per_seed_values_below_ten_seeds(capsys, t
     assert code == 0, err
     assert "four-envs" in stdout and "eight-envs" in stdout and "lr=0.001" in stdout and "lr=0.003" in stdout
     rows = side_by_side.summary_rows([side_by_side.load(p) for p in two_runs])
-    assert [len(r["per_seed"]) for r in rows] == [3, 2, 2]
+    assert [len(r["per_seed"]) for r in rows] == [4, 2, 2]
 
 
 @pytest.mark.parametrize("argv, message", [
