@@ -1,14 +1,15 @@
-"""Where the test suite's time goes, per test: wall seconds, CPU seconds of the test process and of its child
-processes (CLI subprocesses), and seconds and count of the XLA compiles it ran in-process.
+"""Where the test suite's time goes, per test: wall seconds, CPU seconds of the test process and of the child
+processes it waited for (CLI subprocesses), and the XLA compiles it ran in-process, apart from the programs it
+loaded from the persistent compile cache.
 
 Compiles dominate a cold 2-core run, so the way to a faster suite is tests that share compiled programs; this
 shows which tests still compile their own. As a pytest plugin, from an empty compile cache:
 
     PURERL_CACHE_DIR=$(mktemp -d) PROBE_LOG=/tmp/probe PYTHONPATH=benchmarks \
-        .venv/bin/python -m pytest -p suite_probe -n 0 -p no:randomly tests/test_ppo.py
+        .venv/bin/python -m pytest -p suite_probe -n 0 tests/test_ppo.py
 
-writes one tab-separated row per test to /tmp/probe.PID (one file per xdist worker);
-`python benchmarks/suite_probe.py /tmp/probe.*` sums them per test file.
+writes one tab-separated row per test to /tmp/probe.PID (one file per xdist worker): wall s, own CPU s, children's
+CPU s, compile s, compiles, cache loads, test. `python benchmarks/suite_probe.py /tmp/probe.*` sums them per file.
 """
 
 from __future__ import annotations
@@ -23,17 +24,26 @@ import time
 
 import pytest
 
-_COMPILED = re.compile(r"Finished XLA compilation of .+? in ([0-9.e-]+) sec")
-_compiles = [0.0, 0]  # seconds, count
+_FINISHED = re.compile(r"Finished XLA compilation of .+? in ([0-9.e-]+) sec")  # a compile or a cache load
+_LOADED = "Persistent compilation cache hit"  # logged just before its "Finished" line when the cache had it
+_counts = {"compile_s": 0.0, "compiles": 0, "loads": 0}
+_loading = [False]
 _log = None
 
 
 class _CompileCounter(logging.Handler):
     def emit(self, record):
-        match = _COMPILED.search(record.getMessage())
-        if match:
-            _compiles[0] += float(match.group(1))
-            _compiles[1] += 1
+        message = record.getMessage()
+        if message.startswith(_LOADED):
+            _loading[0] = True
+            return
+        finished = _FINISHED.search(message)
+        if finished and _loading[0]:
+            _counts["loads"] += 1
+        elif finished:
+            _counts["compile_s"] += float(finished.group(1))
+            _counts["compiles"] += 1
+        _loading[0] = _loading[0] and not finished
 
 
 def _cpu() -> tuple[float, float]:
@@ -45,39 +55,46 @@ def pytest_configure(config):
     global _log
     import jax
 
-    jax.config.update("jax_log_compiles", True)
+    jax.config.update("jax_log_compiles", True)  # also makes cache hits log at WARNING
     logging.getLogger("jax").addHandler(_CompileCounter())
     _log = open(f"{os.environ['PROBE_LOG']}.{os.getpid()}", "a")
 
 
+def pytest_unconfigure(config):
+    if _log is not None:
+        _log.close()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    wall, (own, children), (compile_s, compiles) = time.time(), _cpu(), tuple(_compiles)
+    wall, (own, children), before = time.perf_counter(), _cpu(), dict(_counts)
     yield
     own_after, children_after = _cpu()
-    _log.write(f"{time.time() - wall:.2f}\t{own_after - own:.2f}\t{children_after - children:.2f}\t"
-               f"{_compiles[0] - compile_s:.2f}\t{_compiles[1] - compiles}\t{item.nodeid}\n")
+    _log.write(f"{time.perf_counter() - wall:.2f}\t{own_after - own:.2f}\t{children_after - children:.2f}\t"
+               f"{_counts['compile_s'] - before['compile_s']:.2f}\t{_counts['compiles'] - before['compiles']}\t"
+               f"{_counts['loads'] - before['loads']}\t{item.nodeid}\n")
     _log.flush()
 
 
 def summarise(paths: list[str]) -> None:
-    """CPU seconds (test process + children), in-process compile seconds and tests, per test file."""
-    files = collections.defaultdict(lambda: [0.0, 0.0, 0])
+    """Wall and CPU seconds, compile seconds, compiles, cache loads and tests, per test file."""
+    files = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0, 0, 0])
     for path in paths:
-        for line in open(path):
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) != 6:
-                continue
-            _, own, children, compile_s, _, test = fields
-            totals = files[test.split("::")[0]]
-            totals[0] += float(own) + float(children)
-            totals[1] += float(compile_s)
-            totals[2] += 1
-    print(f"{'CPU s':>8} {'compile s':>9} {'tests':>5}  file")
-    for name, (cpu, compile_s, tests) in sorted(files.items(), key=lambda item: -item[1][0]):
-        print(f"{cpu:8.1f} {compile_s:9.1f} {tests:5d}  {name}")
-    print(f"{sum(v[0] for v in files.values()):8.1f} {sum(v[1] for v in files.values()):9.1f} "
-          f"{sum(v[2] for v in files.values()):5d}  in all")
+        with open(path) as rows:
+            for row in rows:
+                fields = row.rstrip("\n").split("\t")
+                if len(fields) != 7:
+                    continue
+                wall, own, children, compile_s, compiles, loads, test = fields
+                totals = files[test.split("::")[0]]
+                for i, value in enumerate((float(wall), float(own) + float(children), float(compile_s),
+                                           int(compiles), int(loads), 1)):
+                    totals[i] += value
+    print(f"{'wall s':>8} {'CPU s':>8} {'compile s':>9} {'compiles':>8} {'loads':>6} {'tests':>5}  file")
+    ordered = sorted(files.items(), key=lambda item: -item[1][1])
+    for name, (wall, cpu, compile_s, compiles, loads, tests) in [*ordered, ("in all", [sum(v[i] for v in files.values())
+                                                                                   for i in range(6)])]:
+        print(f"{wall:8.1f} {cpu:8.1f} {compile_s:9.1f} {compiles:8d} {loads:6d} {tests:5d}  {name}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ def assert_cut_and_resumed_run_equals_whole(run, tmp_path, members: int) -> dict
 
 
 def assert_resume_is_bit_exact(spec: TrainSpec, tmp_path) -> dict:
-    """`assert_cut_and_resumed_run_equals_whole` for `spec` (three seeds) as the command line runs it, and
+    """`assert_cut_and_resumed_run_equals_whole` for `spec` (its seeds) as the command line runs it, and
     config.json gives back the same spec."""
     full = assert_cut_and_resumed_run_equals_whole(
         lambda out, **session: experiment.run(spec, out, progress=False, chunk_updates=2, **session),

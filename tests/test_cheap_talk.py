@@ -47,7 +47,7 @@ def test_a_population_of_adversaries_trains_a_population_of_victims_in_one_progr
 
 def test_anti_and_pro_fitness_are_opposite_signs_of_the_victims_mean_return():
     anti, pro = act.train_time_task("anti"), act.train_time_task("pro")
-    # one program: XLA shares part of the two identical trainings (15 s to compile, against 2 x 10 s apart)
+    # one program: XLA shares part of the two identical trainings, so it compiles faster than two
     a, p = jax.jit(lambda k, t: (anti.fitness(k, t), pro.fitness(k, t)))(jax.random.PRNGKey(3), anti.template)
     assert float(a) == pytest.approx(-float(p)) and float(p) > 0
 

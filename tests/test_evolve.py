@@ -115,12 +115,12 @@ def tiny_value_loss():
 
 # The cpu preset's 4 rollouts a candidate: a chunk of 4 candidates is then the program that COMMAND's whole
 # population (and the throughput bench's) evaluates with, compiled once for all of them.
-SIX = dict(population_size=6, std=1.0, rollouts=4)
+SIX_CANDIDATES = dict(population_size=6, std=1.0, rollouts=4)
 
 
 def test_chunked_evaluation_equals_unchunked(tiny_value_loss):
-    whole = evolve.Evolution(tiny_value_loss, strategies.ESConfig(**SIX))
-    chunked = evolve.Evolution(tiny_value_loss, strategies.ESConfig(**SIX, max_parallel=4))
+    whole = evolve.Evolution(tiny_value_loss, strategies.ESConfig(**SIX_CANDIDATES))
+    chunked = evolve.Evolution(tiny_value_loss, strategies.ESConfig(**SIX_CANDIDATES, max_parallel=4))
     population, _ = whole.strategy.ask(jax.random.PRNGKey(0), whole.init_state(), whole.params)
     a = whole.evaluate(jax.random.PRNGKey(1), population)
     b = chunked.evaluate(jax.random.PRNGKey(1), population)
@@ -131,9 +131,9 @@ def test_chunked_evaluation_equals_unchunked(tiny_value_loss):
 def test_a_tiny_memory_budget_chunks_the_population_with_the_same_fitness(tiny_value_loss):
     """A budget of one candidate per device: the smallest chunk, one program shared with the memory measurement;
     the whole population's program is test_chunked_evaluation_equals_unchunked's."""
-    whole = evolve.Evolution(tiny_value_loss, strategies.ESConfig(**SIX))
+    whole = evolve.Evolution(tiny_value_loss, strategies.ESConfig(**SIX_CANDIDATES))
     per_candidate = evolve.memory_per_candidate(whole)
-    tiny = evolve.Evolution(tiny_value_loss, strategies.ESConfig(**SIX),
+    tiny = evolve.Evolution(tiny_value_loss, strategies.ESConfig(**SIX_CANDIDATES),
                             memory_budget_bytes=1.5 * per_candidate)
     # The budget is per device (one host device per core by default).
     assert tiny.chunk == jax.device_count() and whole.chunk == 6

@@ -63,13 +63,15 @@ def test_pendulum_truncation_is_stored_as_not_terminal_with_its_final_observatio
 
 
 @pytest.mark.parametrize("algo", ["sac", "td3"])
-def test_a_grid_and_seeds_train_in_one_program_and_eval(algo, tmp_path, capsys):
+def test_a_two_setting_grid_trains_in_one_program_and_evals(algo, tmp_path, capsys):
+    """lr x tau (the optimiser's and the algorithm's own traced settings), one seed each: 4 members, 2 a device,
+    the resume test's programs (which train 4 seeds in one program)."""
     out = tmp_path / "run"
-    code = main(["train", "--algo", algo, "--env", "Pendulum-v1", "--tau", "0.005,0.01", "--seeds", "2", *FLAGS,
-                 "--out", str(out)])  # 4 members, 2 a device: the resume test's programs
+    code = main(["train", "--algo", algo, "--env", "Pendulum-v1", "--lr", "3e-4,1e-3", "--tau", "0.005,0.01",
+                 "--seeds", "1", *FLAGS, "--out", str(out)])
     assert code == 0, capsys.readouterr().err
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["members"] == 4 and len(summary["final_return_by_setting"]) == 2
+    assert summary["members"] == 4 and len(summary["final_return_by_setting"]) == 4
     assert main(["eval", str(out), "--episodes", "2"]) == 0
     assert "Pendulum-v1" in capsys.readouterr().out
 

@@ -11,6 +11,7 @@ from purerl.run import results, side_by_side
 from cli_run import SMALL, run_cli
 from purerl.cli import main
 
+
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """Two real runs that differ in env steps per update; the second sweeps lr inside the run. The first is the

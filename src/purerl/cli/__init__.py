@@ -2,7 +2,7 @@
 to its handler); this module parses, and turns every `ConfigError` into one line on stderr with exit 2.
 
 Each handler imports what it runs when it runs; bad input is refused before anything compiles. The package
-itself imports its algorithms, so building the parser loads jax (`--help` takes about 1.5 s); help that would import
+itself imports its algorithms, so building the parser loads jax (`--help` takes about 1.7 s); help that would import
 more (the ES defaults of every meta-task) is worked out only when shown (`Parser.defer_help`).
 """
 

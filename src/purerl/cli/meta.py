@@ -62,7 +62,6 @@ def _es_help(name: str) -> str:
     """What the ES setting means, and its default under each task and --preset ('default: value-loss cpu 32, ...')."""
     from purerl.cli.args import default_text
     from purerl.meta.strategies import ES_DESCRIPTIONS
-    from purerl.studies import META_TASKS, meta_task_module
 
     shown = {}
     for task in META_TASKS:
