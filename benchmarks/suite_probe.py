@@ -38,12 +38,14 @@ class _CompileCounter(logging.Handler):
             _loading[0] = True
             return
         finished = _FINISHED.search(message)
-        if finished and _loading[0]:
+        if not finished:
+            return
+        if _loading[0]:
             _counts["loads"] += 1
-        elif finished:
+        else:
             _counts["compile_s"] += float(finished.group(1))
             _counts["compiles"] += 1
-        _loading[0] = _loading[0] and not finished
+        _loading[0] = False
 
 
 def _cpu() -> tuple[float, float]:

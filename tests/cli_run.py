@@ -5,10 +5,9 @@ from purerl.cli import main
 # A CartPole run small enough to compile and train in seconds.
 SMALL = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "1024", "--update-epochs", "2",
          "--num-minibatches", "2", "--no-progress"]
-# A small recurrent run at the pomdp preset (with --env CartPole-NoVel-v1, a masked task): the tests that train
-# it share its programs.
-GRU_POMDP = ["--network", "gru", "--preset", "pomdp", "--total-timesteps", "512", "--num-steps", "32", "--seeds", "2",
-             "--hidden-sizes", "16", "--no-progress"]
+# A small recurrent run (add --preset and --env): the tests that train it on the same task share its programs.
+GRU = ["--network", "gru", "--total-timesteps", "512", "--num-steps", "32", "--seeds", "2", "--hidden-sizes", "16",
+       "--no-progress"]
 
 
 def run_cli(capsys, *argv):

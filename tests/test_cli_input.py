@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from cli_run import GRU_POMDP, SMALL
+from cli_run import GRU, SMALL
 
 from purerl.meta import evolve
 from purerl.run import experiment, results
@@ -144,7 +144,7 @@ def test_diverged_members_are_marked_with_one_warning(capfd, tmp_path):
 # The masked task trains test_eval's recurrent run (its programs): its GIF unwraps the masked state.
 @pytest.mark.parametrize("env, flags", [("CartPole-v1", ["--seeds", "1", *SMALL]),
                                         ("Breakout-MinAtar", ["--seeds", "1", *SMALL]),
-                                        ("CartPole-NoVel-v1", GRU_POMDP)], ids=["CartPole", "MinAtar", "NoVel-GRU"])
+                                        ("CartPole-NoVel-v1", [*GRU, "--preset", "pomdp"])], ids=["CartPole", "MinAtar", "NoVel-GRU"])
 def test_eval_gif_renders_a_whole_episode(capsys, monkeypatch, tmp_path, env, flags):
     out = tmp_path / "run"
     assert main(["train", "--env", env, "--out", str(out), *flags]) == 0

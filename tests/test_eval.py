@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from cli_run import GRU_POMDP, SMALL, run_cli
+from cli_run import GRU, SMALL, run_cli
 from purerl import envs
 from purerl.run import policy
 from purerl.cli import main
@@ -24,7 +24,7 @@ def ppo_run(tmp_path_factory):
 def gru_run(tmp_path_factory):
     """A recurrent run on CartPole without velocities (a masked gymnax task: the GIF unwraps its state)."""
     out = tmp_path_factory.mktemp("eval") / "gru"
-    assert main(["train", *GRU_POMDP, "--env", "CartPole-NoVel-v1", "--out", str(out)]) == 0
+    assert main(["train", *GRU, "--preset", "pomdp", "--env", "CartPole-NoVel-v1", "--out", str(out)]) == 0
     return out
 
 

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from cli_run import GRU
 from purerl import envs
 from purerl.cli import main
 from purerl.nets.gru import GRUActorCritic
@@ -37,9 +38,7 @@ def test_unroll_equals_stepping_and_reset_forgets():
 @pytest.mark.parametrize("preset, env", [("memory", "MemoryChain-bsuite"), ("pomdp", "CartPole-NoVel-v1")])
 def test_gru_ppo_trains_from_the_cli(tmp_path, preset, env):
     out = tmp_path / "run"
-    argv = ["train", "--network", "gru", "--preset", preset, "--env", env, "--total-timesteps",
-            "512", "--num-steps", "32", "--seeds", "2", "--hidden-sizes", "16", "--out", str(out), "--no-progress"]
-    assert main(argv) == 0
+    assert main(["train", *GRU, "--preset", preset, "--env", env, "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["members"] == 2 and np.isfinite(summary["final_return"]["mean"])
     config = json.loads((out / "config.json").read_text())
