@@ -1,6 +1,7 @@
 """Where the test suite's time goes, per test: wall seconds, CPU seconds of the test process and of the child
 processes it waited for (CLI subprocesses), and the XLA compiles it ran in-process, apart from the programs it
-loaded from the persistent compile cache.
+loaded from the persistent compile cache, and the seconds spent tracing to jaxprs and lowering to StableHLO, which
+every jit call of a new function pays before the cache can be asked (the warm suite's main in-process cost).
 
 Compiles dominate a cold 2-core run, so the way to a faster suite is tests that share compiled programs; this
 shows which tests still compile their own. As a pytest plugin, from an empty compile cache:
@@ -9,7 +10,7 @@ shows which tests still compile their own. As a pytest plugin, from an empty com
         .venv/bin/python -m pytest -p suite_probe -n 0 tests/test_ppo.py
 
 writes one tab-separated row per test to /tmp/probe.PID (one file per xdist worker): wall s, own CPU s, children's
-CPU s, compile s, compiles, cache loads, test. `python benchmarks/suite_probe.py /tmp/probe.*` sums them per file.
+CPU s, compile s, compiles, cache loads, trace s, lower s, test. `python benchmarks/suite_probe.py /tmp/probe.*` sums them per file.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import pytest
 
 _FINISHED = re.compile(r"Finished XLA compilation of .+? in ([0-9.e-]+) sec")  # a compile or a cache load
 _LOADED = "Persistent compilation cache hit"  # logged just before its "Finished" line when the cache had it
-_counts = {"compile_s": 0.0, "compiles": 0, "loads": 0}
+_counts = {"compile_s": 0.0, "compiles": 0, "loads": 0, "trace_s": 0.0, "lower_s": 0.0}
+_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace_s",
+           "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s"}
 _loading = [False]
 _log = None
 
@@ -48,6 +51,11 @@ class _CompileCounter(logging.Handler):
         _loading[0] = False
 
 
+def _on_duration(event: str, seconds: float, **_) -> None:
+    if event in _EVENTS:
+        _counts[_EVENTS[event]] += seconds
+
+
 def _cpu() -> tuple[float, float]:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
@@ -59,6 +67,7 @@ def pytest_configure(config):
 
     jax.config.update("jax_log_compiles", True)  # also makes cache hits log at WARNING
     logging.getLogger("jax").addHandler(_CompileCounter())
+    jax.monitoring.register_event_duration_secs_listener(_on_duration)
     _log = open(f"{os.environ['PROBE_LOG']}.{os.getpid()}", "a")
 
 
@@ -74,29 +83,35 @@ def pytest_runtest_protocol(item, nextitem):
     own_after, children_after = _cpu()
     _log.write(f"{time.perf_counter() - wall:.2f}\t{own_after - own:.2f}\t{children_after - children:.2f}\t"
                f"{_counts['compile_s'] - before['compile_s']:.2f}\t{_counts['compiles'] - before['compiles']}\t"
-               f"{_counts['loads'] - before['loads']}\t{item.nodeid}\n")
+               f"{_counts['loads'] - before['loads']}\t{_counts['trace_s'] - before['trace_s']:.2f}\t"
+               f"{_counts['lower_s'] - before['lower_s']:.2f}\t{item.nodeid}\n")
     _log.flush()
 
 
 def summarise(paths: list[str]) -> None:
-    """Wall and CPU seconds, compile seconds, compiles, cache loads and tests, per test file."""
-    files = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0, 0, 0])
+    """Wall and CPU seconds, compile seconds, compiles, cache loads, trace and lower seconds and tests, per test
+    file (rows written before trace and lower were recorded count 0 for them)."""
+    files = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, 0])
     for path in paths:
         with open(path) as rows:
             for row in rows:
                 fields = row.rstrip("\n").split("\t")
-                if len(fields) != 7:
+                if len(fields) == 7:
+                    fields[6:6] = ["0", "0"]
+                if len(fields) != 9:
                     continue
-                wall, own, children, compile_s, compiles, loads, test = fields
+                wall, own, children, compile_s, compiles, loads, trace_s, lower_s, test = fields
                 totals = files[test.split("::")[0]]
                 for i, value in enumerate((float(wall), float(own) + float(children), float(compile_s),
-                                           int(compiles), int(loads), 1)):
+                                           int(compiles), int(loads), float(trace_s), float(lower_s), 1)):
                     totals[i] += value
-    print(f"{'wall s':>8} {'CPU s':>8} {'compile s':>9} {'compiles':>8} {'loads':>6} {'tests':>5}  file")
+    print(f"{'wall s':>8} {'CPU s':>8} {'compile s':>9} {'compiles':>8} {'loads':>6} {'trace s':>7} {'lower s':>7} "
+          f"{'tests':>5}  file")
     ordered = sorted(files.items(), key=lambda item: -item[1][1])
-    for name, (wall, cpu, compile_s, compiles, loads, tests) in [*ordered, ("in all", [sum(v[i] for v in files.values())
-                                                                                   for i in range(6)])]:
-        print(f"{wall:8.1f} {cpu:8.1f} {compile_s:9.1f} {compiles:8d} {loads:6d} {tests:5d}  {name}")
+    for name, row in [*ordered, ("in all", [sum(v[i] for v in files.values()) for i in range(8)])]:
+        wall, cpu, compile_s, compiles, loads, trace_s, lower_s, tests = row
+        print(f"{wall:8.1f} {cpu:8.1f} {compile_s:9.1f} {compiles:8d} {loads:6d} {trace_s:7.1f} {lower_s:7.1f} "
+              f"{tests:5d}  {name}")
 
 
 if __name__ == "__main__":
