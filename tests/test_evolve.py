@@ -107,6 +107,23 @@ def test_bad_es_config_is_rejected_before_any_compile():
         strategies.ESConfig(strategy="open-es").validate()
 
 
+def test_es_preset_sets_its_settings_over_the_tasks_and_each_es_flag_given_wins():
+    from purerl.cli import build_parser
+    from purerl.cli.meta import es_settings
+
+    def settings(*flags):
+        return es_settings(build_parser().parse_args(["evolve", "value-loss", *flags]), value_loss)
+
+    task, preset = settings(), strategies.ES_PRESETS["paper-openes"]
+    paper = settings("--es-preset", "paper-openes")
+    assert {name: getattr(paper, name) for name in preset} == preset
+    assert any(getattr(task, name) != value for name, value in preset.items())  # the preset changed something
+    kept = [name for name in ("population_size", "generations", "rollouts") if name not in preset]
+    assert kept and all(getattr(paper, name) == getattr(task, name) for name in kept)
+    flagged = settings("--es-lr", "0.02", "--es-preset", "paper-openes", "--fitness-shaping", "centered_rank")
+    assert (flagged.lr, flagged.fitness_shaping, flagged.std) == (0.02, "centered_rank", preset["std"])
+
+
 @pytest.fixture(scope="module")
 def tiny_value_loss():
     task = value_loss.make_task(total_timesteps=4 * 64 * 4)

@@ -35,10 +35,14 @@ def relative(a, b, origin) -> float:
     return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(a - origin))
 
 
-@pytest.mark.parametrize("shape", [CARTPOLE, MINATAR], ids=["cartpole-tanh", "minatar-relu-chunks"])
-@pytest.mark.parametrize("max_grad_norm", [0.5, 0.01], ids=["unclipped", "clipped"])
+@pytest.mark.parametrize("shape, max_grad_norm", [
+    pytest.param(CARTPOLE, 0.5, id="cartpole-tanh-unclipped"), pytest.param(CARTPOLE, 0.01, id="cartpole-tanh-clipped"),
+    pytest.param(MINATAR, 0.5, id="minatar-relu-chunks-unclipped"),
+    pytest.param(MINATAR, 0.01, id="minatar-relu-chunks-clipped"),
+    pytest.param({**CARTPOLE, "normalize_advantages": False}, 0.5, id="cartpole-tanh-raw-advantages")])
 def test_fused_step_computes_the_xla_step(shape, max_grad_norm):
-    """Same update to float rounding: parameters, Adam moments and counts, and every loss statistic."""
+    """Same update to float rounding: parameters, Adam moments and counts, and every loss statistic; with
+    advantages normalised per minibatch (PPO's default) and raw."""
     hp = HyperParams(lr=1e-3, max_grad_norm=max_grad_norm)
     (ours, stats), start = one_learn(PPOConfig(**shape, update_kernel="fused"), hp)
     (theirs, expected), _ = one_learn(PPOConfig(**shape), hp)

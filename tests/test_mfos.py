@@ -85,6 +85,16 @@ def test_authors_reset_takes_one_unscored_opponent_step():
     assert not np.allclose(state.opponent, initial, atol=1e-2)
 
 
+def test_count_first_scoring_takes_no_unscored_step():
+    """`--scoring count-first`: M-FOS's meta-game starts from the opponent's N(0, 1) policy with no learning
+    step, and meta self-play's and the baselines' games (which take `settings.warmup_steps`) take none either."""
+    counted = settings.resolve("tiny", scoring="count-first")
+    assert (counted.warmup_steps, counted.for_self_play().warmup_steps, TINY.warmup_steps) == (0, 0, 1)
+    ppo, _, _ = meta_game.make_mfos_train("ipd", "nl", counted)
+    obs, state = jax.jit(ppo.env.env.reset)(jax.random.PRNGKey(0))
+    np.testing.assert_allclose(obs[5:], sigmoid(state.opponent), rtol=1e-6)  # the policy before any step
+
+
 def test_seed_summaries_claim_a_ci_only_from_ten_seeds():
     few, many = runs.summarize_seeds([0.1, 0.3, 0.2]), runs.summarize_seeds(np.linspace(0, 1, 10))
     assert few["ci95_low"] is None and few["n"] == 3 and few["values"] == [0.1, 0.3, 0.2]

@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.algos.ppo import METRICS, make_train
+from purerl.algos.ppo import METRICS, Batch, make_train
 from purerl.config import HyperParams, PPOConfig
 from purerl.envs import ActionSpace, Env, EpisodeStats, Timestep
 from purerl.run.population import make_members
@@ -160,3 +160,26 @@ def test_a_full_batch_epoch_does_not_depend_on_sample_order():
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), as_collected, reordered)
     moved = jax.tree.map(lambda a, b: float(np.abs(a - b).max()), as_collected, state.params)
     assert max(jax.tree.leaves(moved)) > 1e-3  # it did learn
+
+
+def first_and_second_moment(ratio, log_ratio, advantage, hp, meta_params):
+    """A policy objective that reads only the advantages: its mean is their mean plus their mean square."""
+    return advantage + advantage**2
+
+
+@pytest.mark.parametrize("normalize", [True, False], ids=["normalised", "raw"])
+def test_advantages_are_normalised_per_minibatch_only_when_asked(normalize):
+    """Normalised, the advantages the objective sees have mean 0 and mean square 1 in each minibatch; raw,
+    they are GAE's. (The rollout program is test_a_full_batch_epoch_does_not_depend_on_sample_order's.)"""
+    ppo = make_train(PPOConfig(**FULL_BATCH, normalize_advantages=normalize), objective=first_and_second_moment)
+    hp = HyperParams(lr=1e-3).as_arrays()
+    state, trajectory = jax.jit(lambda k, h: ppo.rollout(ppo.init(k, h), h))(jax.random.PRNGKey(0), hp)
+    values, advantages, targets = ppo.advantages(state.params, trajectory, (), hp)
+    batch = Batch((), trajectory.obs, trajectory.reset, trajectory.action, trajectory.log_prob, values, advantages,
+                  targets)
+    batch = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)  # as learn_from flattens it
+    _, stats = jax.jit(ppo.loss)(state.params, batch, hp, None)
+    raw = np.asarray(advantages, np.float64)
+    expected = 1.0 if normalize else raw.mean() + (raw**2).mean()
+    assert abs(raw.mean()) > 0.5  # GAE's own mean is far from 0, so the two cases differ
+    np.testing.assert_allclose(-stats["policy_loss"], expected, rtol=1e-5)

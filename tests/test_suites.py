@@ -77,6 +77,19 @@ def test_jumanji_end_on_the_time_limits_step_is_a_termination():
     assert envs.make(SUITES["jumanji"]).max_episode_steps == 4000  # Snake's own limit, kept by purerl
 
 
+def test_each_suite_trains_with_its_own_preset_by_default():
+    """No suite install needed: the preset comes from the id's prefix, and fits the suite's discrete actions."""
+    from purerl.config import apply_preset, default_preset
+
+    chosen = {suite: default_preset(env_id, discrete=True) for suite, env_id in SUITES.items()}
+    assert chosen == {"navix": "gridworld", "xminigrid": "gridworld", "craftax": "craftax", "jumanji": "jumanji"}
+    for suite, preset in chosen.items():
+        config, _ = apply_preset(preset, SUITES[suite], discrete=True)
+        assert config.env == SUITES[suite] and config.activation == "relu"
+    with pytest.raises(ConfigError, match="is for discrete actions"):
+        apply_preset("gridworld", SUITES["navix"], discrete=False)
+
+
 def test_missing_suite_names_its_extra(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "navix" else real(name, *a))

@@ -27,6 +27,21 @@ def test_resume_after_interruption_equals_uninterrupted_run_over_three_seeds(alg
                                tmp_path)
 
 
+def test_pqn_learns_from_scaled_rewards_and_reports_the_envs_returns():
+    """`reward_scale` multiplies the rewards PQN's targets see, not the episode returns it reports; the
+    scale is a traced hyperparameter, so both settings run the same program."""
+    config, hp = TINY["pqn"]
+    train = TrainSpec(config=config, hyperparams=hp, algo="pqn").build()
+    rollout = jax.jit(lambda key, hp: train.rollout(train.init(key, hp), 0.5, hp)[1])
+    key = jax.random.PRNGKey(0)
+    plain, scaled = (rollout(key, hp._replace(reward_scale=scale).as_arrays()) for scale in (1.0, 0.25))
+    np.testing.assert_array_equal(scaled.reward, 0.25 * plain.reward)  # a power of two: exact
+    assert np.all(np.asarray(plain.reward) == 1.0)  # CartPole pays 1 a step
+    for name in ("obs", "action", "episode_return", "episode_length", "episode_done"):
+        np.testing.assert_array_equal(getattr(scaled, name), getattr(plain, name), err_msg=name)
+    np.testing.assert_array_equal(scaled.episode_return[0], 1.0)  # after one step: one unscaled reward
+
+
 @pytest.mark.slow  # two more compiles; the fast resume test already runs three seeds in one program
 @pytest.mark.parametrize("algo", ["dqn", "pqn"])
 def test_seed_alone_equals_seed_inside_a_batch(algo):

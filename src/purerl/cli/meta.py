@@ -128,17 +128,28 @@ def _victims_help() -> str:
             f"{', '.join(f'{env} {v.victims}' for env, v in VICTIMS.items())}; the report gives no verdict from fewer)")
 
 
-def cmd_evolve(args: argparse.Namespace) -> int:
-    join_processes(args)
-    from purerl.meta import evolve, evolve_files, strategies
-    from purerl.publish import provenance
-    study = meta_task_module(args.task)
-    es_fields = ("strategy", "population_size", "generations", "rollouts", "fitness_shaping", "optimizer", "lr",
-                 "lr_final", "std", "std_final", "seed", "max_parallel")
+ES_FLAGS = ("strategy", "population_size", "generations", "rollouts", "fitness_shaping", "optimizer", "lr",
+            "lr_final", "std", "std_final", "seed", "max_parallel")
+
+
+def es_settings(args: argparse.Namespace, study):
+    """The evolution's ES config: the task's preset, then `--es-preset`'s settings over it, then each ES flag
+    given over both; validated."""
+    from purerl.meta import strategies
+
     overrides = dict(strategies.ES_PRESETS[args.es_preset]) if args.es_preset else {}
-    overrides.update({k: getattr(args, k) for k in es_fields if getattr(args, k) is not None})
+    overrides.update({k: getattr(args, k) for k in ES_FLAGS if getattr(args, k) is not None})
     es_config = study.es_config(args.preset, **overrides)
     es_config.validate()
+    return es_config
+
+
+def cmd_evolve(args: argparse.Namespace) -> int:
+    join_processes(args)
+    from purerl.meta import evolve, evolve_files
+    from purerl.publish import provenance
+    study = meta_task_module(args.task)
+    es_config = es_settings(args, study)
     if args.loss_form and args.task != "value-loss":
         raise ConfigError(f"--loss-form is the value-loss task's; {args.task} has none")
     form = {"loss_form": args.loss_form} if args.loss_form else {}
