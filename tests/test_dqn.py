@@ -1,4 +1,7 @@
-"""DQN: the replay buffer, one-step targets against a hand computation, truncation in the real loop."""
+"""DQN: the replay buffer, one-step and double-DQN targets against a hand computation, epsilon's schedule,
+truncation in the real loop."""
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -7,8 +10,9 @@ import pytest
 
 from purerl import envs
 from purerl.algos import replay, td
-from purerl.algos.dqn import DQN, DQNConfig, DQNHyperParams
+from purerl.algos.dqn import DQN, DQNConfig, DQNHyperParams, Transition
 from purerl.config import ConfigError
+from purerl.nets.layers import init_params
 
 
 def test_buffer_wraps_around_and_samples_only_stored_transitions():
@@ -32,6 +36,35 @@ def test_one_step_targets_match_hand_computation():
                                [1.0 + 0.9 * 4.0, 0.5])
     np.testing.assert_allclose(td.one_step_targets(reward, terminated, online, target, 0.9, double=True),
                                [1.0 + 0.9 * 2.0, 0.5])
+
+
+def test_double_dqn_lets_the_online_network_choose_and_the_target_network_value():
+    """The loss's targets come from the online network's argmax only with `double_dqn`; with one network in
+    both roles the two rules agree."""
+    config = DQNConfig(hidden_sizes=(8,))
+    plain, double = DQN(config), DQN(dataclasses.replace(config, double_dqn=True))
+    online, target = (init_params(plain.network, jax.random.PRNGKey(i), (4,)) for i in (0, 1))
+    keys = jax.random.split(jax.random.PRNGKey(2), 3)
+    obs, next_obs = jax.random.normal(keys[0], (2, 64, 4))
+    batch = Transition(obs, jax.random.randint(keys[1], (64,), 0, 2), jnp.ones(64), next_obs,
+                       jax.random.bernoulli(keys[2], 0.2, (64,)))
+    hp = DQNHyperParams().as_arrays()
+    q_taken = jnp.take_along_axis(plain.network.apply(online, obs), batch.action[:, None], axis=-1)[:, 0]
+    choosers = {False: plain.network.apply(target, next_obs), True: plain.network.apply(online, next_obs)}
+    for train, chooses in ((plain, False), (double, True)):
+        targets = td.one_step_targets(batch.reward, batch.terminated, choosers[chooses],
+                                      choosers[False], hp.gamma, double=chooses)
+        loss, _ = train.loss(online, target, batch, hp, None)
+        np.testing.assert_allclose(loss, td.l2(q_taken, targets, hp, None).mean(), rtol=1e-6)
+    assert plain.loss(online, target, batch, hp, None)[0] != double.loss(online, target, batch, hp, None)[0]
+    np.testing.assert_allclose(plain.loss(online, online, batch, hp, None)[0],
+                               double.loss(online, online, batch, hp, None)[0], rtol=1e-6)
+
+
+def test_epsilon_anneals_from_its_start_to_its_finish():
+    train = DQN(DQNConfig(epsilon_anneal_time=100))
+    hp = DQNHyperParams(epsilon_start=0.8, epsilon_finish=0.2).as_arrays()
+    np.testing.assert_allclose([train.epsilon(hp, t) for t in (0, 50, 100, 400)], [0.8, 0.5, 0.2, 0.2], rtol=1e-6)
 
 
 def test_epsilon_schedule_and_exploration():

@@ -49,6 +49,27 @@ def test_a_truncation_bootstraps_and_a_termination_does_not(cls, config):
     assert loss(ended) == loss(ended_far)  # terminated: no bootstrap, the next observation does not matter
 
 
+def test_td3_smooths_its_target_action_with_noise_clipped_to_noise_clip():
+    """Target policy smoothing: N(0, policy_noise) noise, clipped to [-noise_clip, noise_clip], on the target
+    actor's action. Clipped to 0, the target is the same for every key; huge noise clipped tight stays near that
+    noise-free target; clipped loosely, it moves the target."""
+    train = TD3(TINY["td3"][0])
+    hp = train.hyperparams()
+    state = jax.jit(train.init)(jax.random.PRNGKey(0), hp.as_arrays())  # the truncation test's program
+    obs = jax.random.normal(jax.random.PRNGKey(2), (64, 3))
+    batch = offpolicy.Transition(obs, jnp.zeros((64, 1)), jnp.ones(64), obs[::-1], jnp.zeros(64, bool))
+    loss = jax.jit(lambda key, hp: train.critic_loss(state.params["critic"], state, batch, key, hp)[0])
+
+    def at(seed, policy_noise, noise_clip):
+        return float(loss(jax.random.PRNGKey(seed), hp._replace(policy_noise=policy_noise,
+                                                                 noise_clip=noise_clip).as_arrays()))
+
+    free = at(1, 0.0, 0.0)
+    assert at(1, 100.0, 0.0) == at(2, 100.0, 0.0) == free
+    tight, loose = at(1, 100.0, 1e-4), at(1, 100.0, 100.0)
+    assert abs(tight - free) < 1e-3 * abs(free) < abs(loose - free)
+
+
 def test_pendulum_truncation_is_stored_as_not_terminal_with_its_final_observation():
     config = SACConfig(num_envs=1, num_steps=200, total_timesteps=400, buffer_size=256, buffer_batch_size=16,
                        learning_starts=200, hidden_sizes=(8,))  # the first update (200 steps) only collects
