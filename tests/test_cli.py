@@ -145,6 +145,32 @@ def test_one_member_starts_jax_on_one_core_and_pins_no_thread():
     assert probe(1, PURERL_HOST_DEVICES="2") == {"did": False, "devices": 2, "all_restored": True}
 
 
+CACHE_PROBE = """
+import jax, purerl
+jax.jit(lambda x: x * 3.0 + 1.0)(2.0).block_until_ready()
+print(jax.config.jax_compilation_cache_dir)
+"""
+
+
+def test_compiled_programs_are_cached_where_purerl_cache_dir_says_and_not_at_all_when_turned_off(tmp_path):
+    """Importing purerl turns jax's persistent cache on under $PURERL_CACHE_DIR/jax; PURERL_NO_COMPILE_CACHE=1
+    leaves it off, and a cache dir jax was given is kept."""
+
+    def probe(**env):
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PURERL_", "JAX_COMPILATION"))}, **env}
+        proc = subprocess.run([sys.executable, "-c", CACHE_PROBE], capture_output=True, text=True, timeout=120,
+                              env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stdout.strip().splitlines()[-1]
+
+    assert probe(PURERL_CACHE_DIR=str(tmp_path / "ours")) == str(tmp_path / "ours" / "jax")
+    assert any((tmp_path / "ours" / "jax").iterdir())  # the program is on disk
+    assert probe(PURERL_CACHE_DIR=str(tmp_path / "off"), PURERL_NO_COMPILE_CACHE="1") == "None"
+    assert not (tmp_path / "off").exists()
+    kept = probe(PURERL_CACHE_DIR=str(tmp_path / "ours"), JAX_COMPILATION_CACHE_DIR=str(tmp_path / "theirs"))
+    assert kept == str(tmp_path / "theirs")  # (what jax then writes there is jax's choice: its own thresholds)
+
+
 def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # by default nothing is written outside --runs-dir (no docs/ in the current folder)
     code, stdout, err = run_cli(capsys, "compare", "--objectives", "ppo,dpo", "--seeds", "2", *SMALL,
