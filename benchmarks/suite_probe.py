@@ -10,7 +10,9 @@ shows which tests still compile their own. As a pytest plugin, from an empty com
         .venv/bin/python -m pytest -p suite_probe -n 0 tests/test_ppo.py
 
 writes one tab-separated row per test to /tmp/probe.PID (one file per xdist worker): wall s, own CPU s, children's
-CPU s, compile s, compiles, cache loads, trace s, lower s, test. `python benchmarks/suite_probe.py /tmp/probe.*` sums them per file.
+CPU s, compile s, compiles, cache loads, trace s, lower s, test; and to /tmp/probe.keys.PID the cache key of each
+load and the test that loaded it. A key loaded twice in one process is a program traced and lowered again for
+nothing: the same function object would have found it in jax's in-memory caches. `python benchmarks/suite_probe.py /tmp/probe.*` sums them per file.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ _EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace_s",
            "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s"}
 _loading = [False]
 _log = None
+_keys = None
+_test = [""]
 
 
 class _CompileCounter(logging.Handler):
@@ -39,6 +43,7 @@ class _CompileCounter(logging.Handler):
         message = record.getMessage()
         if message.startswith(_LOADED):
             _loading[0] = True
+            _keys.write(f"{record.args[1]}\t{_test[0]}\n")
             return
         finished = _FINISHED.search(message)
         if not finished:
@@ -62,23 +67,26 @@ def _cpu() -> tuple[float, float]:
 
 
 def pytest_configure(config):
-    global _log
+    global _log, _keys
     import jax
 
     jax.config.update("jax_log_compiles", True)  # also makes cache hits log at WARNING
     logging.getLogger("jax").addHandler(_CompileCounter())
     jax.monitoring.register_event_duration_secs_listener(_on_duration)
     _log = open(f"{os.environ['PROBE_LOG']}.{os.getpid()}", "a")
+    _keys = open(f"{os.environ['PROBE_LOG']}.keys.{os.getpid()}", "a")
 
 
 def pytest_unconfigure(config):
-    if _log is not None:
-        _log.close()
+    for file in (_log, _keys):
+        if file is not None:
+            file.close()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     wall, (own, children), before = time.perf_counter(), _cpu(), dict(_counts)
+    _test[0] = item.nodeid
     yield
     own_after, children_after = _cpu()
     _log.write(f"{time.perf_counter() - wall:.2f}\t{own_after - own:.2f}\t{children_after - children:.2f}\t"
@@ -114,5 +122,26 @@ def summarise(paths: list[str]) -> None:
               f"{tests:5d}  {name}")
 
 
+def repeated_loads(paths: list[str]) -> None:
+    """Per test file: cache loads of a key its process had loaded before (by any test), out of all its loads."""
+    files = collections.defaultdict(lambda: [0, 0])
+    for path in paths:
+        seen = set()
+        with open(path) as rows:
+            for row in rows:
+                key, _, test = row.rstrip("\n").partition("\t")
+                totals = files[test.split("::")[0]]
+                totals[0] += key in seen
+                totals[1] += 1
+                seen.add(key)
+    print(f"{'again':>6} {'loads':>6}  file")
+    for name, (again, loads) in sorted(files.items(), key=lambda item: -item[1][0]):
+        print(f"{again:6d} {loads:6d}  {name}")
+    print(f"{sum(v[0] for v in files.values()):6d} {sum(v[1] for v in files.values()):6d}  in all")
+
+
 if __name__ == "__main__":
-    summarise(sys.argv[1:])
+    keys = [path for path in sys.argv[1:] if ".keys." in path]
+    summarise([path for path in sys.argv[1:] if path not in keys])
+    if keys:
+        repeated_loads(keys)
