@@ -11,8 +11,8 @@ shows which tests still compile their own. As a pytest plugin, from an empty com
 
 writes one tab-separated row per test to /tmp/probe.PID (one file per xdist worker): wall s, own CPU s, children's
 CPU s, compile s, compiles, cache loads, trace s, lower s, test; and to /tmp/probe.keys.PID the cache key of each
-load and the test that loaded it. A key loaded twice in one process is a program traced and lowered again for
-nothing: the same function object would have found it in jax's in-memory caches. `python benchmarks/suite_probe.py /tmp/probe.*` sums them per file.
+load and the test that loaded it: a key loaded twice in one process is a program it traced and lowered twice.
+`python benchmarks/suite_probe.py /tmp/probe.*` sums the rows per file and counts those repeated loads.
 """
 
 from __future__ import annotations

@@ -144,7 +144,8 @@ def test_diverged_members_are_marked_with_one_warning(capfd, tmp_path):
 # The masked task trains test_eval's recurrent run (its programs): its GIF unwraps the masked state.
 @pytest.mark.parametrize("env, flags", [("CartPole-v1", ["--seeds", "1", *SMALL]),
                                         ("Breakout-MinAtar", ["--seeds", "1", *SMALL]),
-                                        ("CartPole-NoVel-v1", [*GRU, "--preset", "pomdp"])], ids=["CartPole", "MinAtar", "NoVel-GRU"])
+                                        ("CartPole-NoVel-v1", [*GRU, "--preset", "pomdp"])],
+                         ids=["CartPole", "MinAtar", "NoVel-GRU"])
 def test_eval_gif_renders_a_whole_episode(capsys, monkeypatch, tmp_path, env, flags):
     out = tmp_path / "run"
     assert main(["train", "--env", env, "--out", str(out), *flags]) == 0

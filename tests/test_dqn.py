@@ -1,8 +1,6 @@
 """DQN: the replay buffer, one-step and double-DQN targets against a hand computation, epsilon's schedule,
 truncation in the real loop."""
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -42,7 +40,7 @@ def test_double_dqn_lets_the_online_network_choose_and_the_target_network_value(
     """The loss's targets come from the online network's argmax only with `double_dqn`; with one network in
     both roles the two rules agree."""
     config = DQNConfig(hidden_sizes=(8,))
-    plain, double = DQN(config), DQN(dataclasses.replace(config, double_dqn=True))
+    plain, double = DQN(config), DQN(config.replace(double_dqn=True))
     online, target = (init_params(plain.network, jax.random.PRNGKey(i), (4,)) for i in (0, 1))
     keys = jax.random.split(jax.random.PRNGKey(2), 3)
     obs, next_obs = jax.random.normal(keys[0], (2, 64, 4))

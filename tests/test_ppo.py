@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.algos.ppo import METRICS, Batch, make_train
+from purerl.algos.ppo import METRICS, make_train
 from purerl.config import HyperParams, PPOConfig
 from purerl.envs import ActionSpace, Env, EpisodeStats, Timestep
 from purerl.run.population import make_members
@@ -174,12 +174,9 @@ def test_advantages_are_normalised_per_minibatch_only_when_asked(normalize):
     ppo = make_train(PPOConfig(**FULL_BATCH, normalize_advantages=normalize), objective=first_and_second_moment)
     hp = HyperParams(lr=1e-3).as_arrays()
     state, trajectory = jax.jit(lambda k, h: ppo.rollout(ppo.init(k, h), h))(jax.random.PRNGKey(0), hp)
-    values, advantages, targets = ppo.advantages(state.params, trajectory, (), hp)
-    batch = Batch((), trajectory.obs, trajectory.reset, trajectory.action, trajectory.log_prob, values, advantages,
-                  targets)
-    batch = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)  # as learn_from flattens it
+    batch = ppo.batch(state.params, trajectory, (), hp)  # what learn_from learns from
     _, stats = jax.jit(ppo.loss)(state.params, batch, hp, None)
-    raw = np.asarray(advantages, np.float64)
+    raw = np.asarray(batch.advantage, np.float64)
     expected = 1.0 if normalize else raw.mean() + (raw**2).mean()
     assert abs(raw.mean()) > 0.5  # GAE's own mean is far from 0, so the two cases differ
     np.testing.assert_allclose(-stats["policy_loss"], expected, rtol=1e-5)

@@ -1,8 +1,6 @@
 """DQN and PQN through the shared layers: many seeds in one program, chunked checkpoints that resume
 bit-for-bit, the run directory, and the CLI."""
 
-import dataclasses
-
 import jax
 import numpy as np
 import pytest
@@ -31,7 +29,7 @@ def test_resume_after_interruption_equals_uninterrupted_run_over_three_seeds(alg
 
 def test_pqn_epsilon_anneals_from_its_start_over_the_first_epsilon_decay_of_the_updates():
     config, _ = TINY["pqn"]  # 6 updates; epsilon_decay 0.5: the finish is reached at update 3
-    train = TrainSpec(config=dataclasses.replace(config, epsilon_decay=0.5), hyperparams=PQNHyperParams(),
+    train = TrainSpec(config=config.replace(epsilon_decay=0.5), hyperparams=PQNHyperParams(),
                       algo="pqn").build()
     hp = PQNHyperParams(epsilon_start=0.8, epsilon_finish=0.2).as_arrays()
     np.testing.assert_allclose([train.epsilon(hp, update) for update in (0, 1.5, 3, 5)], [0.8, 0.5, 0.2, 0.2],

@@ -239,16 +239,20 @@ class PPO(loop.MinibatchEpochs):
         state = state._replace(params=params, opt_state=opt_state, key=key)
         return state, jax.tree.map(jnp.mean, stats)
 
-    def learn_from(self, state: RunnerState, trajectory: Transition, carry, hp: HyperParams, meta_params):
-        """Advantages, then `learn`, on a rollout that began from network memory `carry`."""
-        values, advantages, targets = self.advantages(state.params, trajectory, carry, hp)
+    def batch(self, params, trajectory: Transition, carry, hp: HyperParams) -> Batch:
+        """What `learn` learns from: a rollout that began from network memory `carry`, with its advantages."""
+        values, advantages, targets = self.advantages(params, trajectory, carry, hp)
         batch = Batch(carry, trajectory.obs, trajectory.reset, trajectory.action, trajectory.log_prob, values,
                       advantages, targets)
         if not self.network.recurrent:  # samples, not sequences: shuffle all T x N of them (CleanRL). One sample
             # axis, not [1, T x N]: the weight gradients then contract one axis, and XLA's CPU runs such dots
             # 1.3-2.5x faster (benchmarks/README.md, "one-sequence minibatches")
             batch = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
-        return self.learn(state, batch, hp, meta_params)
+        return batch
+
+    def learn_from(self, state: RunnerState, trajectory: Transition, carry, hp: HyperParams, meta_params):
+        """Advantages, then `learn`, on a rollout that began from network memory `carry`."""
+        return self.learn(state, self.batch(state.params, trajectory, carry, hp), hp, meta_params)
 
     def update(self, index: jax.Array, state: RunnerState, hp: HyperParams, meta_params) -> RunnerState:
         """One PPO update: rollout, GAE, learning, and metric row `index`."""
