@@ -82,12 +82,17 @@ def test_rollout_unrolling_changes_nothing_but_the_program(tiny_jit, hp):
 
 @pytest.mark.parametrize("shape", [CARTPOLE, MINATAR], ids=["cartpole", "minatar"])
 def test_fused_kernel_lowers_to_triton_for_a_gpu(shape):
-    """Triton's limits (power-of-two blocks, two-array stacks, dots of at least 16) hold for the vmapped run."""
+    """Triton's limits (power-of-two blocks, two-array stacks, dots of at least 16) hold for the vmapped run,
+    lowered for an abstract H200, the GPU lent for issue 57: on a machine without a GPU, jax 0.11 (the version
+    on that GPU's image) lowers Pallas to Triton only for a named device."""
     train = make_train(PPOConfig(**shape, update_kernel="fused"))
     train.update_rule.interpret = False
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
-    text = jax.jit(jax.vmap(lambda k: train(k, HyperParams()))).trace(keys).lower(
-        lowering_platforms=("cuda",)).as_text()
+    h200 = jax.sharding.AbstractDevice(device_kind="NVIDIA H200", num_cores=None, platform="cuda")
+    with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh(
+            (1,), ("gpu",), axis_types=(jax.sharding.AxisType.Auto,), abstract_device=h200)):
+        text = jax.jit(jax.vmap(lambda k: train(k, HyperParams()))).trace(keys).lower(
+            lowering_platforms=("cuda",)).as_text()
     assert "ppo_update" in text and "__gpu$xla.gpu.triton" in text
 
 
