@@ -24,7 +24,11 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   "${platforms[@]}" -d .whl \
   gymnax==1.0.1 gymnasium==1.3.0 farama-notifications==0.0.6 evosax==0.3.2 \
   distrax==0.1.9 tfp-nightly==0.26.0.dev20261027 dm-tree==0.1.10 decorator gast dotmap
-rm -rf .peer/purejaxrl && mkdir -p .peer
-git clone -q "$source_repo" .peer/purejaxrl  # a checkout, so that the peer's record names its commit
-git -C .peer/purejaxrl checkout -q --detach 31756b1
+peer=.peer/purejaxrl  # a checkout, so that the peer's record names its commit
+if [ ! -e "$peer" ]; then
+  mkdir -p .peer && git clone -q "$source_repo" "$peer" && git -C "$peer" checkout -q --detach 31756b1
+elif [ "$(git -C "$peer" rev-parse --short=7 HEAD 2>/dev/null)" != 31756b1 ]; then
+  echo "gpu_prepare.sh: $peer exists and is not a PureJaxRL checkout at 31756b1; move it away first" >&2
+  exit 2
+fi
 du -sh .whl .peer
