@@ -248,7 +248,8 @@ def test_a_record_before_tuning_renders_without_the_new_sections_and_an_extended
                             "runs": 128, "total_timesteps": 100_000, "es_seeds": [0, 1, 2]}
     extended["paired"] = record.paired(extended["all_candidates"], ["learned"])
     text = markdown.render(extended, "value_loss")
-    assert "**Yes: `learned` beats L2 with a tuned value coefficient** (vf_coef 0.0625" in text
+    assert "**Yes: `learned` beats L2 with a tuned value coefficient by the paired test** (vf_coef 0.0625" in text
+    assert "each learned loss against tuned L2: `learned` better by both tests (IQM " in text
     assert "| CartPole-v1, training budget | 256 | " in text and "**+10.0 [+10.0, +10.0]**" in text
     assert "`tuned_l2` | -0.00 / +0.00 |" not in text and "| `learned` | -0.00 / +0.00 | 1.00 | 0.500 |" in text
     assert next(line for line in text.split("\n") if line.startswith("| setting | steps | n |")).startswith(
@@ -285,6 +286,25 @@ def test_cli_refuses_a_form_for_another_task_and_tune_runs_without_tuning(tmp_pa
     (tmp_path / "config.json").write_text("{}")
     assert main(["analyze", "value-loss", str(tmp_path), "--tune-runs", "8", "--report", str(tmp_path / "r.md")]) == 2
     assert "--tune-runs needs --tuned-l2" in capsys.readouterr().err
+    assert main(["analyze", "value-loss", str(tmp_path), "--stages", "critic,tuning", "--report",
+                 str(tmp_path / "r.md")]) == 2
+    assert "--stages tuning needs --tuned-l2" in capsys.readouterr().err
+
+
+def test_the_tuning_is_measured_again_unless_kept_and_stages_stay_only_beside_the_same_tuned_l2():
+    """A tuned-L2 choice is a measurement like any stage: a full regeneration makes it again, so a choice made by
+    older code never carries over; held-out stages measured beside one tuned L2 are kept only beside the same."""
+    grid = list(tuning.GRID)
+    previous = {"grid": grid, "runs": 128, "vf_coef": 0.0625, "mean_fitness": [1.0] * len(grid)}
+    assert record.kept_tuning(previous, grid, 128, ("training_budget", "critic")) is previous
+    assert record.kept_tuning(previous, grid, 128, record.ALL_STAGES) is None
+    assert record.kept_tuning(previous, grid, 128, ("acrobot", record.TUNING)) is None
+    assert record.kept_tuning(previous, grid, 64, ("critic",)) is None
+    assert record.kept_tuning(previous, grid[:-1], 128, ("critic",)) is None
+    assert record.kept_tuning(previous, grid, None, ("critic",)) is None and record.kept_tuning(None, grid, 128, ()) is None
+    assert record.same_tuned_l2(previous, {**previous, "mean_fitness": [2.0] * len(grid), "measured": {"commit": "c"}})
+    assert not record.same_tuned_l2(previous, {**previous, "vf_coef": 0.125})
+    assert not record.same_tuned_l2(previous, None) and record.same_tuned_l2(None, None)
 
 
 def test_fingerprint_of_an_unextended_analysis_is_what_it_was_and_the_published_one_adds_forms_and_tuning(monkeypatch):

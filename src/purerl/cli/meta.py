@@ -85,7 +85,8 @@ def add_analyze(sub) -> None:
     analyze.add_argument("--seeds", type=integer, default=64, help="value-loss: held-out seeds at the training budget")
     analyze.add_argument("--transfer-seeds", type=integer, help="value-loss: held-out seeds per transfer setting (default --seeds)")
     analyze.add_argument("--stages", help="value-loss: comma-separated stages to measure (default all: training_budget, "
-                         "acrobot, 2x_budget, 5x_budget, critic); the others are kept from the report's JSON")
+                         "acrobot, 2x_budget, 5x_budget, critic, and tuning with --tuned-l2); the others are kept from "
+                         "the report's JSON, all of them only beside the same tuned L2")
     analyze.add_argument("--tuned-l2", action="store_true",
                          help="value-loss: first grid L2's vf_coef (8 values, 1/128 to 1) on the evolutions' own training "
                          "runs and budget, and add the best as the baseline tuned_l2")
@@ -211,13 +212,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             raise ConfigError(f"{flag} must be at least 10 (a 95% CI needs 10 seeds), got {value}")
         if value is not None and value > MAX_HELD_OUT_SEEDS:  # beyond it, a MemoryError after the first files
             raise ConfigError(f"{flag} must be at most {MAX_HELD_OUT_SEEDS:,}, got {value:,}")
-    stages = tuple(value_loss_report.STAGES if args.stages is None else [s for s in args.stages.split(",") if s])
-    unknown = [s for s in stages if s not in value_loss_report.STAGES]
+    stages = tuple(value_loss_report.ALL_STAGES if args.stages is None else [s for s in args.stages.split(",") if s])
+    unknown = [s for s in stages if s not in value_loss_report.ALL_STAGES]
     if unknown or not stages:
         raise ConfigError(f"unknown stage '{unknown[0] if unknown else args.stages}'; choose from "
-                          f"{', '.join(value_loss_report.STAGES)}")
+                          f"{', '.join(value_loss_report.ALL_STAGES)}")
     if args.tune_runs is not None and not args.tuned_l2:
         raise ConfigError("--tune-runs needs --tuned-l2")
+    if args.stages is not None and value_loss_report.TUNING in stages and not args.tuned_l2:
+        raise ConfigError(f"--stages {value_loss_report.TUNING} needs --tuned-l2")
     tune_runs = (args.tune_runs or tuning.RUNS) if args.tuned_l2 else None
     args.report = provenance.check_report(args.report or sources[0] / "analysis" / "value_loss.md", "value_loss")
     record = value_loss_report.analyze(sources, args.report, args.seeds, args.argv, args.transfer_seeds, stages,

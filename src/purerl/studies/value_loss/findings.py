@@ -24,6 +24,30 @@ def _interval(d: dict, bold: bool = False) -> str:
     return f"**{text}**" if bold and d["verdict"] != "not distinguishable" else text
 
 
+def judge(record: dict, setting: str, name: str, other: str, rows: dict) -> str:
+    """`name` against `other` (a row of `rows`, or `scale_only`) by both tests on the same seeds (`stats.both_tests`)."""
+    row = f"{name}_scale_only" if other == "scale_only" else other
+    by_iqm = stats.iqm_verdict(rows[name]["auc"], rows[row]["auc"])
+    return stats.both_tests(by_iqm, paired_of(record, setting, name, other))
+
+
+def paired_of(record: dict, setting: str, name: str, other: str) -> dict | None:
+    return (record.get("paired") or {}).get(setting, {}).get(name, {}).get(other)
+
+
+def paired_words(record: dict, setting: str, name: str, other: str) -> str:
+    difference = paired_of(record, setting, name, other)
+    return f"; paired mean {stats.describe_paired(difference)}" if difference else ""
+
+
+def _both(record: dict, name: str, other: str) -> str:
+    """`name` against `other` at the training budget in both tests' words, with both tests' numbers."""
+    rows = record["all_candidates"]["training_budget"]
+    row = f"{name}_scale_only" if other == "scale_only" else other
+    return (f"{judge(record, 'training_budget', name, other, rows)} (IQM {stats.describe(rows[name]['auc'])} vs "
+            f"{stats.describe(rows[row]['auc'])}{paired_words(record, 'training_budget', name, other)})")
+
+
 def evolution_lines(record: dict, artefacts: str) -> list[str]:
     """The evolution, loss and selection bullets: once for a record of the scaled form alone, else per form;
     and the tuned-L2 baseline's."""
@@ -103,14 +127,13 @@ def against_tuned(record: dict) -> list[str]:
     if not tuned or not rows:
         return []
     better = [f"`{name}`" for name, d in rows.items() if d["verdict"] == "better"]
-    worse = [f"`{name}`" for name, d in rows.items() if d["verdict"] == "worse"]
     n = next(iter(rows.values()))["n"]
-    differences = "; ".join(f"`{name}` {_interval(d)}" for name, d in rows.items())
-    text = [(f"**Yes: {', '.join(better)} {'beats' if len(better) == 1 else 'beat'} L2 with a tuned value coefficient**"
-             if better else "**No learned loss beats L2 with a tuned value coefficient**")
-            + f" (vf_coef {tuned['vf_coef']:g}, chosen on the evolutions' training runs) at the training budget: paired "
-            f"differences on {n} held-out seeds, learned minus tuned L2: {differences}."
-            + (f" {', '.join(worse)} {'is' if len(worse) == 1 else 'are'} worse than tuned L2." if worse else "")]
+    judged = "; ".join(f"`{name}` {_both(record, name, 'tuned_l2')}" for name in rows)
+    text = [(f"**Yes: {', '.join(better)} {'beats' if len(better) == 1 else 'beat'} L2 with a tuned value coefficient "
+             "by the paired test**" if better else
+             "**No learned loss beats L2 with a tuned value coefficient by the paired test**")
+            + f" (vf_coef {tuned['vf_coef']:g}, chosen on the evolutions' training runs) at the training budget, on {n} "
+            f"held-out seeds, each learned loss against tuned L2: {judged}."]
     for form, entry in record["forms"].items():
         name, shape = entry["learned"], entry["loss_shape"]["summary"]
         scale_only = paired[name].get("scale_only") if name in paired else None
@@ -122,8 +145,8 @@ def against_tuned(record: dict) -> list[str]:
             f"{100 * shape['negative_curvature_share']:.0f}% of errors in [-30, 30] have negative curvature, and divided "
             f"by its own curvature at v = t it is {_number(shape['shape_distance'])} away from L2 (0 for any scaled L2)."
             + ("" if scale_only is None else
-               f" The whole loss minus its scale alone (`{name}_scale_only`, L2 at its curvature at v = t): "
-               f"{_interval(scale_only)}"
+               f" The whole loss against its scale alone (`{name}_scale_only`, L2 at its curvature at v = t): "
+               + _both(record, name, "scale_only")
                + {"better": ": the shape adds to the scale.", "worse": ": the shape costs return.",
                   "not distinguishable": ": the shape's own contribution is not resolved."}[scale_only["verdict"]]))
     return [" ".join(text), ""]

@@ -8,7 +8,8 @@ from pathlib import Path
 from purerl import stats
 from purerl.publish import differences, document, provenance
 from purerl.run import files
-from purerl.studies.value_loss.findings import against_tuned, evolution_lines, paired_table, shape_tables
+from purerl.studies.value_loss.findings import (against_tuned, evolution_lines, judge, paired_of, paired_table, paired_words,
+                                                shape_tables)
 
 SETTING_TITLES = {"training_budget": "CartPole-v1, training budget", "2x_budget": "CartPole-v1, 2x budget",
                   "5x_budget": "CartPole-v1, 5x budget", "acrobot": "Acrobot-v1, training budget"}
@@ -66,27 +67,13 @@ def _verdicts(record: dict) -> list[str]:
                 continue
             learned = rows[name]["auc"]
             judged = [f"against {title} {judge(record, setting, name, baseline, rows)} (IQM {_ci(learned)} vs "
-                      f"{_ci(rows[baseline]['auc'])}{_paired_words(record, setting, name, baseline)})"
+                      f"{_ci(rows[baseline]['auc'])}{paired_words(record, setting, name, baseline)})"
                       for baseline, title in (("l2", "L2"), ("clipped_l2", "clipped L2"))]
             who = "the learned loss" if name == "learned" else f"`{name}`"
             out.append(f"- {SETTING_TITLES.get(setting, setting)}: {who} {judged[0]}; {judged[1]}.")
     return out
 
 
-def judge(record: dict, setting: str, name: str, other: str, rows: dict) -> str:
-    """`name` against `other` (a row of `rows`, or `scale_only`) by both tests on the same seeds (`stats.both_tests`)."""
-    row = f"{name}_scale_only" if other == "scale_only" else other
-    by_iqm = stats.iqm_verdict(rows[name]["auc"], rows[row]["auc"])
-    return stats.both_tests(by_iqm, _paired(record, setting, name, other))
-
-
-def _paired(record: dict, setting: str, name: str, other: str) -> dict | None:
-    return (record.get("paired") or {}).get(setting, {}).get(name, {}).get(other)
-
-
-def _paired_words(record: dict, setting: str, name: str, other: str) -> str:
-    paired = _paired(record, setting, name, other)
-    return f"; paired mean {stats.describe_paired(paired)}" if paired else ""
 
 
 def _learned(record: dict) -> list[str]:
@@ -121,14 +108,14 @@ def _interpretation(record: dict) -> str:
         rows = record["all_candidates"]["training_budget"]
         scale = rows["learned_scale_only"]["auc"]
         judged = judge(record, "training_budget", "learned", "scale_only", rows)
-        decided = _paired(record, "training_budget", "learned", "scale_only") or {
+        decided = paired_of(record, "training_budget", "learned", "scale_only") or {
             "verdict": stats.iqm_verdict(rows["learned"]["auc"], scale)}  # the paired test decides where recorded
         meaning = {"better": "the shape adds to the scale", "worse": "the shape costs return"}.get(
             decided["verdict"], "the shape's own contribution is not resolved here")
         text.append(
             f"Keeping only the learned scale at v = t and dropping the shape (`learned_scale_only`) gives {_ci(scale)} "
             f"against the full learned loss's {_ci(rows['learned']['auc'])}"
-            f"{_paired_words(record, 'training_budget', 'learned', 'scale_only')}: the full loss is {judged}, so "
+            f"{paired_words(record, 'training_budget', 'learned', 'scale_only')}: the full loss is {judged}, so "
             f"{meaning}.")
     if dyn is not None:
         end = {name: dyn[name]["probes"][-1] for name in ("learned", "l2", "clipped_l2")}

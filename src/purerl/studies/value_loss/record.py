@@ -18,6 +18,8 @@ from purerl.studies import value_loss
 
 SELECTION_WINDOW = 10  # generations whose mean fitness picks the ES seed
 STAGES = manifest.STUDIES["value_loss"].parts  # each stage is one part of the published document
+TUNING = "tuning"  # the tuned-L2 grid: a stage every part compares with, so not a part of its own
+ALL_STAGES = (*STAGES, TUNING)
 MAIN = ("learned", "l2", "clipped_l2")
 COMPARED = ("l2", "clipped_l2", "tuned_l2")  # the baselines each learned loss is paired with
 
@@ -39,9 +41,10 @@ def selections(record: dict) -> dict[str, str]:
 
 
 def previous_stages(report: Path, selected: dict[str, str], stages: tuple[str, ...]) -> tuple[dict, dict | None, dict | None]:
-    """Held-out settings, critic dynamics and the L2 tuning already in `report`'s JSON for the same learned
-    losses, minus the stages to measure again: so stages can be measured apart (on different machines), each
-    with its own provenance."""
+    """Held-out settings and critic dynamics already in `report`'s JSON for the same learned losses, minus the
+    stages to measure again, and its L2 tuning (whether or not it is measured again: `same_tuned_l2` decides
+    what may stay beside a new one): so stages can be measured apart (on different machines), each with its own
+    provenance."""
     path = report.with_suffix(".json")
     if not path.is_file():
         return {}, None, None
@@ -53,6 +56,23 @@ def previous_stages(report: Path, selected: dict[str, str], stages: tuple[str, .
     for stage in [rows["config"] for rows in held.values()] + ([dynamics] if dynamics else []):
         stage.setdefault("measured", record.get("provenance"))  # a record from one run: its own provenance
     return held, dynamics, record.get("tuned_l2")
+
+
+def kept_tuning(previous: dict | None, grid: list[float], runs: int | None, stages: tuple[str, ...]) -> dict | None:
+    """The recorded tuning where this run tunes the same grid on as many runs and does not measure `TUNING` again
+    (a full regeneration does: the choice is a measurement of the code that makes it, like every stage)."""
+    if previous is None or runs is None or TUNING in stages:
+        return None
+    return previous if (previous["grid"], previous["runs"]) == (grid, runs) else None
+
+
+def same_tuned_l2(a: dict | None, b: dict | None) -> bool:
+    """Whether two tunings give the same `tuned_l2` baseline (grid, runs and the coefficient chosen), so stages
+    measured beside one can stand beside the other; no tuning on either side is the same only as none."""
+    def baseline(tuned):
+        return tuned and (list(tuned["grid"]), tuned["runs"], tuned["vf_coef"])
+
+    return baseline(a) == baseline(b)
 
 
 def paired(held: dict, learned: list[str]) -> dict:

@@ -26,8 +26,8 @@ from purerl.algos.objectives import l2, learned_log_weight
 from purerl.config import ConfigError
 from purerl.studies import value_loss
 from purerl.studies.value_loss import shape as value_loss_shape, tuning
-from purerl.studies.value_loss.record import (SELECTION_WINDOW, STAGES, build_record, learned_name, previous_stages,
-                                              run_name)
+from purerl.studies.value_loss.record import (ALL_STAGES, SELECTION_WINDOW, TUNING, build_record, kept_tuning, learned_name,
+                                              previous_stages, run_name, same_tuned_l2)
 
 DYNAMICS_SEEDS = 16
 
@@ -136,9 +136,10 @@ def tuned_l2(evolutions: dict[str, dict], config, runs: int) -> dict:
 
 
 def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], transfer_seeds: int | None = None,
-            stages: tuple[str, ...] = STAGES, tune_runs: int | None = None) -> dict:
-    """Measure `stages`; each is one part of `report` in the results manifest, recorded from `argv`. With
-    `tune_runs`, tune L2 on that many of the evolutions' training runs first (or keep the same tuning, recorded)."""
+            stages: tuple[str, ...] = ALL_STAGES, tune_runs: int | None = None) -> dict:
+    """Measure `stages`; each held-out setting and `critic` is one part of `report` in the results manifest,
+    recorded from `argv`. With `tune_runs`, tune L2 on that many of the evolutions' training runs first (stage
+    `tuning`; without it in `stages`, the recorded tuning of the same grid and runs is kept)."""
     tick = time.perf_counter()
     evolutions, forms = load_evolutions(sources)
     preset = next(iter(evolutions.values()))["config"]["preset"]
@@ -165,7 +166,7 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
     for form, entry in chosen.items():
         figure = "loss.png" if entry["learned"] == "learned" else f"loss_{form}.png"
         value_loss_plots.loss_figure(learned[entry["learned"]].meta_params, artefacts / figure, form)
-    held, dynamics, tuned = previous_stages(report, {form: entry["selected"] for form, entry in chosen.items()}, stages)
+    held, dynamics, previous_tuning = previous_stages(report, {form: entry["selected"] for form, entry in chosen.items()}, stages)
     origin = manifest.run_facts(argv)  # the commit and machine this run started on
     evolution_seeds = sorted({int(e["config"]["es"]["seed"]) for e in evolutions.values()})
     es = evolutions[selected]["config"]["es"]
@@ -180,11 +181,11 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
         return origin | {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                          "wall_s": round(time.perf_counter() - tick, 1)}
 
-    recorded = tuned and {"grid": tuned["grid"], "runs": tuned["runs"]}
-    if recorded != (tune_runs and {"grid": list(tuning.GRID), "runs": tune_runs}):
-        held, dynamics, tuned = {}, None, None  # stages measured beside another tuning (or none) are not kept
+    tuned = kept_tuning(previous_tuning, list(tuning.GRID), tune_runs, stages)
     if tune_runs and tuned is None:
         tuned = tuned_l2(evolutions, config, tune_runs) | {"es_seeds": evolution_seeds, "measured": stamp()}
+    if not same_tuned_l2(previous_tuning, tuned):
+        held, dynamics = {}, None  # stages measured beside another tuned L2 (or none) are not kept
     baselines = value_loss.baselines(tuned["vf_coef"] if tuned else None)
     if tuned:
         loss_shapes["tuned_l2"] = value_loss_shape.loss_numbers(l2, None, vf_coef=tuned["vf_coef"])
