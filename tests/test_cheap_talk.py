@@ -237,6 +237,11 @@ def test_no_act_verdict_from_fewer_victims_than_the_env_needs_and_one_above_wher
         _rows(16, **test_time), ["joint"], ["silent"], "CartPole-v1")
     assert act_cli._backdoor_verdict(_rows(32, **test_time), ["joint"], ["silent"], "CartPole-v1").startswith(
         "Train-time shaping adds control")
+    below = dict(joint=(137.1, 151.5), random=(153.1, 159.4), silent=(90.0, 110.0))
+    words = act_cli._backdoor_verdict(_rows(32, **below), ["joint"], ["random", "silent"], "CartPole-v1")
+    assert words.startswith("Train-time shaping is not shown to add control") and words.endswith(
+        "It gives less control where a joint run's CI lies below a baseline's: joint, 144.3 [137.1, 151.5], below "
+        "random, 156.2 [153.1, 159.4].")
 
 
 def test_victims_sets_the_fresh_seeds_an_evaluation_trains_and_records(monkeypatch, tmp_path):

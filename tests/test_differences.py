@@ -81,3 +81,17 @@ def test_each_paper_number_beside_the_mfos_table_says_where_it_comes_from():
     for game, opponent in set(report.PAPER_SOURCES) - set(report.PAPER):
         line = markdown._paper_line(game, opponent)
         assert line.startswith(f"Paper, full scale, M-FOS vs {opponent.upper()}: no value here")
+
+
+def test_every_part_of_every_published_document_has_a_place_for_its_stale_mark():
+    """`results --check --mark` marks a stale part beside its bullet or its table rows: a document that words
+    them otherwise would carry only the notice at its top."""
+    for name, study in catalog.STUDIES.items():
+        path = RESULTS / study.document
+        if not path.exists():
+            continue
+        text = staleness.marked(path.read_text(), name, {})
+        for part in provenance.read_manifest(RESULTS)[study.document]["parts"]:
+            lines = staleness.marked(text, name, {part: "computation changed"}).split("\n")
+            body = differences.without_block(lines, document.NOTICE_START, document.NOTICE_END)
+            assert any(document.STALE_MARK in line for line in body), (name, part)

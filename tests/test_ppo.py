@@ -95,7 +95,7 @@ def test_a_seed_in_batches_of_any_size_starts_bit_identically_and_agrees_to_roun
     parameters, and first-update losses equal to float rounding (1e-5 relative, or 1e-6 absolute for
     near-zero means of O(1) terms such as the policy loss). Later updates may drift apart (different
     batch sizes compile to different float reduction orders, and training amplifies them), so there is no
-    whole-run claim. Also guards the jaxlib 0.10 CPU deadlock: 64 seeds init under vmap (see NOTES)."""
+    whole-run claim. Also guards the jaxlib 0.10 CPU deadlock: 64 seeds init under vmap."""
     for size in (8, 64):  # 8: the grid test's batch, one program for both
         members = make_members(list(range(size)), HyperParams())
         keys, hps = members.keys(), members.hyperparams.as_arrays()

@@ -127,6 +127,25 @@ def test_the_config_form_of_make_train_is_unchanged():
         HyperParams(lr=-1.0).as_arrays()
 
 
+def _bench_env(algo: str) -> str:
+    """An env the algorithm trains on: the one its `purerl bench` task times it on."""
+    from purerl.algos import registry
+
+    return next(iter(registry.get(algo).bench_tasks.values()))["env"]
+
+
+def test_each_algorithm_module_builds_its_train_function_as_purejaxrl_does():
+    """`algos.<name>.make_train(config)`, PureJaxRL's entry point, builds what the registry builds from it."""
+    import importlib
+
+    from purerl.algos import registry
+
+    for algo, algorithm in registry.ALGORITHMS.items():
+        config = algorithm.config(env=_bench_env(algo))
+        train = importlib.import_module(f"purerl.algos.{algo}").make_train(config)
+        assert type(train) is type(registry.build(algo, config)) and train.config == config, algo
+
+
 def test_every_algorithms_record_reads_back(tmp_path):
     """`--config` and `--resume` read config.json through `rerun.check_types`, which once refused PQN's float
     `epsilon_decay` as "must be int"."""
@@ -134,6 +153,6 @@ def test_every_algorithms_record_reads_back(tmp_path):
     from purerl.run.rerun import load_spec
 
     for algo in registry.ALGORITHMS:
-        spec = make_train("Pendulum-v1" if algo in ("sac", "td3") else "CartPole-v1", algo=algo).spec
+        spec = make_train(_bench_env(algo), algo=algo).spec
         (tmp_path / "config.json").write_text(json.dumps(spec.to_json()))
         assert load_spec(tmp_path / "config.json") == spec, algo

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 # Mirror learning (Kuba et al. 2022) writes a policy update as maximising
 # E[r A - D(r, A)] with a drift D >= 0, D(1, A) = 0 and dD/dr(1, A) = 0.
-# PPO, DPO and LPO are three drifts; `drift_objective` turns one into the hook.
+# PPO, DPO and LPO are three drifts; `ppo_clip`, `dpo` and `lpo` below make each the objective hook.
 
 
 def ppo_drift(ratio, advantages, clip_eps) -> jax.Array:

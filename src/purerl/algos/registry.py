@@ -20,6 +20,8 @@ from purerl.config import PRESETS as PPO_PRESETS
 from purerl.config import ConfigError, HyperParams, PPOConfig, Preset, default_preset
 
 NETWORKS = ("mlp", "gru")
+_WIDTHS = dict(cpu=(1, 8, 64), gpu=(1, 32, 256, 2048))  # `purerl bench`'s agents per run, per --preset
+_FEW_WIDTHS = dict(cpu=(1, 8), gpu=(1, 32, 256))  # for tasks whose runs take minutes each
 LR_RANGE = (1e-5, 1e-2)  # every preset's learning rates lie well inside it
 
 
@@ -41,7 +43,8 @@ class Algorithm:
     # `purerl train --pbt`'s ranges when --pbt-explore names none: (name, low, high), wide around the presets
     pbt_explore: tuple[tuple[str, float, float], ...] = ()
     # `purerl bench --task NAME`: the settings its speed is timed at, beside its peers' ({name: env, preset,
-    # overrides, and discrete=False for a continuous env})
+    # overrides, widths: the agents per run for each --preset (cpu, gpu), discrete=False for a continuous env, and
+    # in_all=False for a task too slow for --task all)
     bench_tasks: dict[str, dict] = field(default_factory=dict)
 
 
@@ -66,24 +69,27 @@ ALGORITHMS = {
                      pbt_explore=(("lr", *LR_RANGE), ("ent_coef", 1e-4, 0.1)),
                      # CleanRL's CartPole defaults at 500k steps per agent; Breakout-MinAtar with PureJaxRL's
                      # MinAtar preset at a budget that fits a 2-core CPU
-                     bench_tasks={"cartpole": dict(env="CartPole-v1", preset="classic", overrides={}),
+                     bench_tasks={"cartpole": dict(env="CartPole-v1", preset="classic", overrides={}, widths=_WIDTHS),
                                   "minatar": dict(env="Breakout-MinAtar", preset="minatar",
-                                                  overrides=dict(total_timesteps=1_048_576))}),
+                                                  overrides=dict(total_timesteps=1_048_576),
+                                                  widths=dict(cpu=(1, 8), gpu=(1, 16, 256)))}),
     "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",),
                      (), _plain(dqn.DQN), replay.check_fits, pbt_explore=(("lr", *LR_RANGE),),
-                     bench_tasks={"dqn": dict(env="CartPole-v1", preset="classic", overrides={})}),
+                     bench_tasks={"dqn": dict(env="CartPole-v1", preset="classic", overrides={}, widths=_WIDTHS)}),
     "pqn": Algorithm("pqn", "PQN", pqn.PQNConfig, pqn.PQNHyperParams, pqn.PRESETS, pqn.default_preset, ("mlp",),
                      ("td_loss",), _plain(pqn.PQN),
                      pbt_explore=(("lr", *LR_RANGE), ("td_lambda", 0.0, 1.0)),
-                     bench_tasks={"pqn": dict(env="CartPole-v1", preset="classic", overrides={})}),
+                     bench_tasks={"pqn": dict(env="CartPole-v1", preset="classic", overrides={}, widths=_WIDTHS)}),
     "sac": Algorithm("sac", "SAC", sac.SACConfig, sac.SACHyperParams, sac.PRESETS, offpolicy.default_preset,
                      ("mlp",), ("critic_loss",), _plain(sac.SAC), replay.check_fits,
                      pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE)),
-                     bench_tasks={"sac": dict(env="Pendulum-v1", preset="continuous", overrides={}, discrete=False)}),
+                     bench_tasks={"sac": dict(env="Pendulum-v1", preset="continuous", overrides={}, discrete=False,
+                                             widths=_FEW_WIDTHS, in_all=False)}),
     "td3": Algorithm("td3", "TD3", td3.TD3Config, td3.TD3HyperParams, td3.PRESETS, offpolicy.default_preset,
                      ("mlp",), ("critic_loss",), _plain(td3.TD3), replay.check_fits,
                      pbt_explore=(("lr", *LR_RANGE), ("q_lr", *LR_RANGE)),
-                     bench_tasks={"td3": dict(env="Pendulum-v1", preset="continuous", overrides={}, discrete=False)}),
+                     bench_tasks={"td3": dict(env="Pendulum-v1", preset="continuous", overrides={}, discrete=False,
+                                             widths=_FEW_WIDTHS, in_all=False)}),
 }
 
 

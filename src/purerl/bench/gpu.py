@@ -25,9 +25,9 @@ from pathlib import Path
 from purerl.run import files
 from purerl.bench import harness, levers_report, report
 
-TARGET_2048_S = 30.0  # issue 21: 2048 CartPole agents x 500k steps in at most 30 s of steady-state run time
+TARGET_2048_S = 30.0  # the target: 2048 CartPole agents x 500k steps in at most 30 s of steady-state run time
 PUREJAXRL_A100_S = 98.0  # PureJaxRL's published figure for 2048 CartPole agents on one A100 (another GPU)
-PUBLISHED_META_EVOLUTION = (512 * 1024, 9.0)  # training runs, hours on one A40 (issue 18's figure)
+PUBLISHED_META_EVOLUTION = (512 * 1024, 9.0)  # training runs, hours on one A40: a figure reported to this project, not traced to a publication
 
 
 def is_gpu(record: dict) -> bool:
@@ -119,7 +119,7 @@ def _headline(width_records: list[dict]) -> list[str]:
 
 
 def _presets_section(record: dict) -> list[str]:
-    lines = ["### The paper presets on this GPU", "", f"`{record['command']}`", "",
+    lines = ["### The paper presets on this GPU", "", report.command_line(record), "",
              "Each preset ran in a fresh process for a few generations (meta-episodes) of its full-size program: "
              "finishing them proves it fits in the GPU's memory. Steady state excludes the first generation "
              "(it holds the compile); the projection is the first plus the rest at the steady rate.", "",
@@ -136,9 +136,9 @@ def _presets_section(record: dict) -> list[str]:
     if value_loss:
         agents, hours = PUBLISHED_META_EVOLUTION
         per_agent_s = value_loss[0]["steady_s"] / int(value_loss[0]["work"].split()[0])
-        lines += ["", f"At the value-loss preset's cost per training run, the published meta-evolution's {agents:,} "
+        lines += ["", f"At the value-loss preset's cost per training run, a reported meta-evolution's {agents:,} "
                       f"training runs (512 x 1024 generations) would take {agents * per_agent_s / 3600:.1f} h on "
-                      f"this GPU; the published run took about {hours:.0f} h on one A40."]
+                      f"this GPU; that run took about {hours:.0f} h on one A40 (a figure not traced to a publication)."]
     return lines + [""]
 
 

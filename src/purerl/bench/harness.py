@@ -25,16 +25,15 @@ from purerl.bench import gpu_info
 from purerl.bench import peers as peer_runner
 from purerl.runtime.compile_cache import cache_root
 
-PRESETS = {
-    "cpu": {"cartpole": [1, 8, 64], "minatar": [1, 8], "dqn": [1, 8, 64], "pqn": [1, 8, 64], "sac": [1, 8],
-            "td3": [1, 8]},
-    "gpu": {"cartpole": [1, 32, 256, 2048], "minatar": [1, 16, 256], "dqn": [1, 32, 256, 2048],
-            "pqn": [1, 32, 256, 2048], "sac": [1, 32, 256], "td3": [1, 32, 256]},
-}
-TASK_STEPS = {"cartpole": 500_000, "minatar": 1_048_576, "dqn": 500_000, "pqn": 500_000, "sac": 20_000,
-              "td3": 20_000}  # the worker's defaults
 PUREJAXRL_SKIPPED = "skipped: no checkout of luchris429/purejaxrl given (purerl bench --purejaxrl PATH)"
 SB3_MEASURED_SEEDS = 1  # SB3 and sbx train seeds one after another; more seeds are extrapolated linearly
+
+
+def task_steps(task: str) -> int:
+    """A task's env steps per agent when none are given: its config's budget, as the worker runs it."""
+    from purerl.bench import worker
+
+    return worker.task_config(task)[0].total_timesteps
 
 
 def run_worker(task: str, seeds: int, repeats: int, cache_dir: Path | None, floor: bool = False,
@@ -108,7 +107,7 @@ def bench(task: str, widths: list[int], repeats: int, peer_names: list[str], tot
         row = {"seeds": width, "purerl": ours, "load_avg_1min": os.getloadavg()[0]}
         for name in names:
             progress(f"[{task} x{width}] peer {name}")
-            steps = ours.get("total_timesteps") or total_timesteps or TASK_STEPS[task]
+            steps = ours.get("total_timesteps") or total_timesteps or task_steps(task)
             row[name] = run_peer(name, task, width, steps, repeats + 1, purejaxrl,
                                  python=own_python if name == "purejaxrl" else None)
         rows.append(row)

@@ -92,7 +92,7 @@ def section(record: dict, gpu_name: str) -> list[str]:
                          "|||||||")
         if peer and best[0]:
             ratio = best[1] / peer["env_steps_per_s"]
-            lines += ["", f"Fastest: **{best[0]}, {ratio:.2f}x PureJaxRL's env steps/s**; issue 57's target "
+            lines += ["", f"Fastest: **{best[0]}, {ratio:.2f}x PureJaxRL's env steps/s**; the target "
                           f"{target:.1f}x: {'met' if ratio >= target else 'missed'}."]
         lines.append("")
     return lines

@@ -20,12 +20,13 @@ def add_bench(sub) -> None:
     from purerl.algos import registry
 
     bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
-    bench.add_argument("--task", choices=[*registry.bench_tasks(), "all", "evolve", "gpu-levers"],
-                       default="cartpole",
-                       help="cartpole and minatar: PPO; dqn, pqn: those on CartPole; sac, td3: those on Pendulum-v1 "
-                            "(not in all: about 3 h on 2 cores); evolve: meta-evolution throughput "
-                            "(value-loss study; --preset cpu, or gpu for paper); gpu-levers: on a GPU, PPO's levers "
-                            "beside PureJaxRL in about 6 minutes (bench/levers.py)")
+    tasks = registry.bench_tasks()
+    bench.add_argument("--task", choices=[*tasks, "all", "evolve", "gpu-levers"], default="cartpole",
+                       help="; ".join(f"{name}: {registry.get(spec['algo']).title} on {spec['env']}"
+                                      + ("" if spec.get("in_all", True) else " (not in all: hours on 2 cores)")
+                                      for name, spec in tasks.items())
+                       + "; evolve: meta-evolution throughput (value-loss study; --preset cpu, or gpu for paper); "
+                       "gpu-levers: on a GPU, PPO's levers beside PureJaxRL in about 6 minutes (bench/levers.py)")
     bench.add_argument("--preset", choices=["cpu", "gpu"], default="cpu", help="widths per task (gpu: up to 2048)")
     bench.add_argument("--seeds", help="comma-separated widths, overriding the preset (e.g. 1,8,64)")
     bench.add_argument("--repeats", type=integer, default=3,
@@ -78,9 +79,11 @@ def _check_bench_out(out: Path) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from purerl.algos import registry
     from purerl.bench import gpu, harness, peers
 
-    tasks = {"all": ["cartpole", "minatar", "dqn", "pqn"], "evolve": [], "gpu-levers": []}.get(args.task, [args.task])
+    every = [name for name, spec in registry.bench_tasks().items() if spec.get("in_all", True)]
+    tasks = {"all": every, "evolve": [], "gpu-levers": []}.get(args.task, [args.task])
     names = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
     if args.purejaxrl is not None:
         if not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
@@ -132,7 +135,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             widths = custom or [8, 64]
             records.append(harness.bench_devices(task, widths, device_counts, args.repeats, args.total_timesteps))
             continue
-        widths = custom or harness.PRESETS[args.preset][task]
+        widths = custom or list(registry.bench_tasks()[task]["widths"][args.preset])
         records.append(harness.bench(task, widths, args.repeats, names, args.total_timesteps,
                                      purejaxrl=args.purejaxrl))
     command = "purerl bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "purerl bench"

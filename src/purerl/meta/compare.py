@@ -108,7 +108,9 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
              f"Statistic: each seed's final return is its mean episode return over the last {results.FINAL_WINDOW} "
              "updates; a cell gives the IQM over seeds and its 95% percentile-bootstrap CI when there are at least "
              f"{stats.MIN_SEEDS_FOR_CI} seeds, otherwise every per-seed value and n. Every objective uses the same "
-             "seeds and hyperparameters. A run on the same CPU (family, model and SIMD extension, in the manifest) "
+             "seeds and hyperparameters: the env family's preset, PPO's settings, with DPO's alpha 2 and beta 0.6, as "
+             "PureJaxRL's dpo_continuous_action.py runs DPO on its PPO's; no objective is tuned on its own, so settings "
+             "made for PPO may favour it. A run on the same CPU (family, model and SIMD extension, in the manifest) "
              "reproduces these numbers exactly; on another, float rounding moves the per-seed values.", "",
              "| env | budget (env steps/seed) | seeds | " + " | ".join(objectives) + " |",
              "|---|---|---|" + "---|" * len(objectives)]

@@ -36,16 +36,18 @@ class Study:
     # "module:function" that writes the document again from its committed records, with no training: run by
     # `purerl results --render` after a change to how a report words its numbers ("" where it cannot).
     render: str = ""
+    # (part, the first cell of its table rows) where the document titles a part's rows otherwise than by its name:
+    # `results --check --mark` marks a stale part there and beside its `- **part**:` bullet.
+    row_titles: tuple[tuple[str, str], ...] = ()
 
 
 _MINATAR = ("Breakout-MinAtar", "SpaceInvaders-MinAtar", "Asterix-MinAtar", "Freeway-MinAtar")
 # MinAtar budgets: the minatar preset's 1e7 (PureJaxRL's) where PPO's curve had flattened there (its return at
-# 80% of the budget within the CI of its final one, at d1ea257), 2e7 where it was still rising.
+# 80% of the budget within the CI of its final one), 2e7 where it was still rising.
 _MINATAR_BUDGET = {env: " --total-timesteps 20000000" for env in ("SpaceInvaders-MinAtar", "Freeway-MinAtar")}
-# Brax: two of the paper's tasks at the brax preset (2048 envs x 10 steps), 10 seeds (the fewest with a CI).
-# Measured here with 8 seeds on 2 cores: ant 20.2k, halfcheetah 13.8k env steps/s (hopper, not a paper task,
-# 42.7k), so 4,096,000 steps per run (200 updates): 14% of the authors' ant budget (3e7) and 4% of their
-# halfcheetah one (1e8); ant's 20 runs take about 65 min, halfcheetah's about 100.
+# Brax: two of the paper's tasks at the brax preset (2048 envs x 10 steps), 10 seeds (the fewest with a CI),
+# 4,096,000 steps per run (200 updates), sized to finish on 2 CPU cores (benchmarks/README.md, "What the
+# published studies' budgets cost"): 14% of the authors' ant budget (3e7) and 4% of their halfcheetah one (1e8).
 _BRAX = ("brax:ant", "brax:halfcheetah")
 DPO_ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", *_MINATAR, *_BRAX)
 # The committed LPO evolutions (`purerl evolve lpo --seed S`, CartPole-v1 at 65,536 steps: each folder's
@@ -56,6 +58,8 @@ _COMPARE = (f"purerl compare --objectives ppo,dpo,{','.join(f'lpo:{path}' for pa
             "--report docs/results/dpo.md --no-progress")
 _DPO_VS_PPO = "purerl compare --objectives ppo,dpo --runs-dir {runs}/compare --report docs/results/dpo.md --no-progress"
 _VALUE_LOSS_STAGES = ("training_budget", "acrobot", "2x_budget", "5x_budget", "critic")
+_VALUE_LOSS_TITLES = (("training_budget", "CartPole-v1, training budget"), ("acrobot", "Acrobot-v1, training budget"),
+                      ("2x_budget", "CartPole-v1, 2x budget"), ("5x_budget", "CartPole-v1, 5x budget"))
 # The M-FOS modules that make numbers. The CLI, plots and markdown only print them, so editing their words
 # does not stale a document (a document's words are re-rendered with its numbers when it is regenerated).
 _MFOS_MATRIX = ("studies/mfos/games.py", *(f"studies/mfos/{name}.py" for name in (
@@ -63,25 +67,18 @@ _MFOS_MATRIX = ("studies/mfos/games.py", *(f"studies/mfos/{name}.py" for name in
 _MFOS_COIN = ("studies/mfos/games.py", "studies/mfos/coin_game.py", *(f"studies/mfos/{name}.py" for name in (
     "analysis", "coin", "coin_nets", "coin_report", "meta_game", "runs", "self_play", "settings")))
 _ACT_ENVS = ("CartPole-v1", "Pendulum-v1")
-# Pendulum-v1's evaluation trains 64 fresh victims per condition, the fewest its verdicts rest on (act.VICTIMS): on 32
-# they moved with the CPU model and with a fresh seed set. 32 took 573 s on 2 cores, and 64 victims cost 2.1x what 32
-# do (measured in turns on one machine), so about 20 min.
+# Pendulum-v1's evaluation trains 64 fresh victims per condition, the fewest its verdicts rest on (act.VICTIMS).
 _ACT_VICTIMS = {"Pendulum-v1": " --victims 64"}
-# PBT, random search and the preset defaults, 10 repetitions x 8 members each (the PBT study). Measured here with 8
-# members of `train --pbt` on 2 busy cores (load 3-4): Pendulum-v1 48k env steps/s, Acrobot-v1 130k. Pendulum at half
-# its preset's budget (240 updates, 491,520 steps per member): 30 runs x 8 members take about 41 min, Acrobot at its
-# preset's own 500,000 about 15 min; compiles (from the cache after each method's first) and evaluations add minutes.
+# PBT, random search and the preset defaults, 10 repetitions x 8 members each (the PBT study): Pendulum-v1 at half
+# its preset's budget (240 updates, 491,520 steps per member), Acrobot-v1 at its preset's own 500,000, sized to
+# finish on 2 CPU cores (benchmarks/README.md, "What the published studies' budgets cost").
 _PBT = "purerl pbt-study --seeds 8 --repetitions 10 --runs-dir {runs}/pbt --report docs/results/pbt.md --no-progress"
 _PBT_SOURCES = ("run/pbt.py", "run/pbt_config.py", "run/pbt_files.py", "run/policy.py", "studies/pbt/design.py")
-# SAC beside PPO on Brax at the same env steps (issue 54), each at its own brax preset. Hopper, not halfcheetah:
+# SAC beside PPO on Brax at the same env steps, each at its own brax preset. Hopper, not halfcheetah:
 # halfcheetah's episodes never end early, so PPO's 2048 envs end their first at 2,048,000 env steps (no curve
-# before); hopper's end early from the start. Measured on this 2-core CPU at nice 19 beside a regeneration (load 5-6):
-# SAC's preset learning from the first step, 4 seeds on hopper 235 env steps/s in all and 2 on halfcheetah 258/s,
-# 2.3-2.6 ms of CPU per env step of one seed on both (its 1/4 gradient step per env step dominates, not the physics);
-# PPO's, 2 seeds on hopper, 7,400/s (dpo's 8 seeds on free cores: 42.7k). 819,200 env steps per run (PPO 40 updates,
-# SAC 800), so the four marks' windows (10 PPO updates, 204,800 env steps) tile the run; 10 seeds, the fewest with a
-# CI: SAC about 8.2M env steps x 2.5 ms = 5.7 CPU-hours, about 2.9 h on two free cores (twice that shared), PPO
-# minutes.
+# before); hopper's end early from the start. 819,200 env steps per run (PPO 40 updates, SAC 800), so the four
+# marks' windows (10 PPO updates, 204,800 env steps) tile the run; 10 seeds, the fewest with a CI. SAC's gradient
+# steps dominate its cost (benchmarks/README.md, "What the published studies' budgets cost").
 _OFFPOLICY_ENVS = ("brax:hopper",)
 _VERSUS = ("purerl versus --algos ppo,sac --seeds 10 --total-timesteps 819200 --runs-dir {runs}/versus "
            "--report docs/results/offpolicy.md --no-progress")
@@ -105,12 +102,12 @@ STUDIES = {s.name: s for s in (
     # Re-evaluated from the committed evolutions, three ES seeds of each loss form (docs/results/value_loss/es_seedS,
     # the scaled form, and mlp_es_seedS; each folder holds its run's config.json and the provenance.json of the
     # sessions that made it on this 2-core CPU): L2 tuned on their training runs first, then 256 held-out seeds at the
-    # training budget and 64 per transfer (issue 56).
+    # training budget and 64 per transfer.
     Study("value_loss", "value_loss.md", TRAINING + EVOLUTION + ("studies/value_loss/*.py",), _VALUE_LOSS_STAGES, (
         "purerl analyze value-loss " + ",".join(f"docs/results/value_loss/{form}es_seed{seed}" for form in ("", "mlp_")
                                                  for seed in range(3))
         + " --seeds 256 --transfer-seeds 64 --tuned-l2 --report docs/results/value_loss.md",
-    ), *_by_authors("value_loss"), render="purerl.studies.value_loss.markdown:rerender"),
+    ), *_by_authors("value_loss"), render="purerl.studies.value_loss.markdown:rerender", row_titles=_VALUE_LOSS_TITLES),
     Study("mfos", "mfos.md", TRAINING + _MFOS_MATRIX, ("ipd", "imp", "chicken"), (
         "purerl mfos table --preset small --report docs/results/mfos.md",
     ), *_by_authors("mfos")),

@@ -19,7 +19,8 @@ from purerl.run.files import write_atomic
 def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
     """Write `stale_parts`' verdict into the documents and manifests: each stale part's reason as `stale` in its
     manifest entry, and in its document a notice at the top (after the title) and document.STALE_MARK beside the part (its
-    bullet in the provenance header, and a table row whose first cell is the part's name); a current part's
+    bullet in the provenance header, and table rows whose first cell is the part's name or `Study.row_titles`' title
+    for it); a current part's
     notice and marks are removed, and the study's deliberate differences are written or refreshed below the notice.
     Documents that change are returned. Generated text, like the rest."""
     changed = []
@@ -58,12 +59,15 @@ def marked(text: str, study_name: str, stale: dict[str, str], missing: list[str]
     differences by the catalog's current one (`publish.differences`): both are generated text."""
     lines = differences.without_block(text.split("\n"), document.NOTICE_START, document.NOTICE_END)
     lines = [line.replace(document.STALE_MARK, "") for line in differences.refreshed(lines, study_name)]
+    study = provenance.STUDIES.get(study_name)
+    titles = dict(study.row_titles) if study else {}
     for i, line in enumerate(lines):
         for name in stale:
+            row = titles.get(name, name)
             if line.startswith(f"- **{name}**:"):
                 lines[i] = line.replace(f"- **{name}**:", f"- **{name}**{document.STALE_MARK}:", 1)
-            elif line.startswith(f"| {name} |"):
-                lines[i] = line.replace(f"| {name} |", f"| {name}{document.STALE_MARK} |", 1)
+            elif line.startswith(f"| {row} |"):
+                lines[i] = line.replace(f"| {row} |", f"| {row}{document.STALE_MARK} |", 1)
     notice = document.stale_notice(study_name, stale, missing)
     if notice:
         at = differences.after_title(lines)

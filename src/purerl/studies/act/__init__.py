@@ -42,9 +42,9 @@ ES_DEFAULTS = dict(strategy="open_es", fitness_shaping="z_score", lr=0.01, lr_fi
 VICTIMS = {
     # 4 envs x 256 steps x 32 updates, 16 full-batch epochs, hidden 32 (tanh), lr 5e-3, gamma 0.99, entropy 0.01,
     # clip 0.2; episodes capped at 200 steps.
-    # cpu: population 32 x 48 generations, 2 victims per candidate (about 0.27 s per victim on 2 cores, so about
-    #      14 min per ES run); a 16 x 16 budget with the paper's std did not move the anti fitness. Its std and lr
-    #      are larger than the paper's so that so few generations can move at all: a deliberate difference.
+    # cpu: population 32 x 48 generations, 2 victims per candidate; a 16 x 16 budget with the paper's std did not
+    #      move the anti fitness. Its std and lr are larger than the paper's so that so few generations can move
+    #      at all: a deliberate difference.
     # paper: POP_SIZE 1024, num_generations 2049, one GPU.
     "CartPole-v1": Victim(
         PPOConfig(env="CartPole-v1", num_envs=4, num_steps=256, total_timesteps=4 * 256 * 32, update_epochs=16,
@@ -57,10 +57,9 @@ VICTIMS = {
         32),
     # 16 envs x 256 steps x 128 updates, 16 full-batch epochs, hidden 32 (tanh), lr 0.02, gamma 0.95, entropy
     # 0.005, clip 0.2; gymnax's 200-step episodes.
-    # cpu: the authors' victim is 16x CartPole's steps (about 1.3 s per victim on 2 cores), so the CPU preset
-    #      evolves a population of 16, one victim per candidate, with CartPole's larger-than-paper std and lr;
-    #      24 generations (9 min) left anti's evaluation inside the random adversary's CI (-511 [-554, -483]
-    #      against -482 [-508, -457], 32 fresh seeds), so it runs 48 (about 18 min per ES run).
+    # cpu: the authors' victim is 16x CartPole's steps, so the CPU preset evolves a population of 16, one victim
+    #      per candidate, with CartPole's larger-than-paper std and lr, for 48 generations (24 left anti's
+    #      evaluation inside the random adversary's CI).
     # paper: POP_SIZE 768, num_generations 2049, one GPU.
     "Pendulum-v1": Victim(
         PPOConfig(env="Pendulum-v1", num_envs=16, num_steps=256, total_timesteps=16 * 256 * 128, update_epochs=16,
@@ -69,7 +68,7 @@ VICTIMS = {
         {"cpu": dict(population_size=16, generations=48, rollouts=1, lr=0.03, lr_final=0.003, std=0.1,
                      std_final=0.03),
          "paper": dict(population_size=768, generations=2049)},
-        # 64: on 32 victims its verdicts moved with the CPU model and again with a fresh seed set (issue 56).
+        # 64: on 32 victims its verdicts moved with the CPU model and again with a fresh seed set.
         64),
 }
 TEST_TIME_ENV = "CartPole-v1"  # the goal is a cart position: test-time ACT is reproduced on CartPole only

@@ -146,7 +146,9 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
              f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap, and "
              "only from at least as many victims as the env's verdicts rest on ("
              + ", ".join(f"{env} {v.victims}" for env, v in act.VICTIMS.items()) + "). "
-             f"The evolved parameters are in `{plots_dir.name}/{PARAMS}/`, one folder per ES run (its config.json "
+             "The evolved parameters are in "
+             + ", ".join(f"`{plots_dir.name}/{PARAMS}{act.env_suffix(env)}/` ({env})" for env in act.VICTIMS)
+             + ", one folder per ES run (its config.json "
              "holds the ES settings); `--from-params` re-evaluates them. A run on the same CPU (family, model and "
              "SIMD extension, in the manifest) reproduces these numbers exactly.", "",
              *_es_budget([plots_dir / f"{PARAMS}{act.env_suffix(env)}" for env in act.VICTIMS])]
@@ -209,11 +211,15 @@ def _backdoor_verdict(rows: dict, joint: list[str], baselines: list[str], env_na
     reason = _too_few(rows, env_name)
     if reason:
         return f"Train-time shaping vs an exploiter alone: not judged. {reason}"
-    beats_all = all(stats.separation(rows[a], rows[b]) == 1 for a in joint for b in baselines)
-    return ("Train-time shaping adds control beyond an exploiter alone: every joint run's CI lies above every "
-            "exploiter baseline's." if beats_all else
-            "Train-time shaping is not shown to add control beyond an exploiter alone: at least one joint run's CI "
-            "does not lie above an exploiter baseline's.")
+    if all(stats.separation(rows[a], rows[b]) == 1 for a in joint for b in baselines):
+        return ("Train-time shaping adds control beyond an exploiter alone: every joint run's CI lies above every "
+                "exploiter baseline's.")
+    below = [f"{a}, {stats.describe(rows[a])}, below {b}, {stats.describe(rows[b])}"
+             for a in joint for b in baselines if stats.separation(rows[a], rows[b]) == -1]
+    return ("Train-time shaping is not shown to add control beyond an exploiter alone: at least one joint run's CI "
+            "does not lie above an exploiter baseline's." + (
+                f" It gives less control where a joint run's CI lies below a baseline's: {'; '.join(below)}."
+                if below else ""))
 
 
 def _table(what: str, rows: dict) -> list[str]:

@@ -1,4 +1,4 @@
-"""PBT against random search and the preset's hyperparameters (issue 55's study, docs/results/pbt.md).
+"""PBT against random search and the preset's hyperparameters (docs/results/pbt.md).
 
 `design.py` says what each method trains, selects and evaluates; `report.py` writes the document; `cli.py` is
 `purerl pbt-study`. This package imports nothing heavy, so `purerl --help` stays fast.

@@ -43,7 +43,7 @@ def write_report(report: Path) -> Path:
 
 def _design(records: list[dict]) -> list[str]:
     return [
-        "Design (issue 55, item 5). Three ways of choosing PPO's hyperparameters, at equal env steps per member and "
+        "Design. Three ways of choosing PPO's hyperparameters, at equal env steps per member and "
         "equal population size: **PBT** (`purerl train --pbt`: exploit and explore within the population), "
         "**random search** over the same ranges (`--pbt-fraction 0`: each member's values drawn once from the same "
         "priors and kept; on the same seeds its first draws are PBT's), and the **preset defaults** for every member. "

@@ -29,7 +29,8 @@ from purerl.run.population import Placement, batched, make_members
 ENV = "CartPole-v1"
 # cpu: 1e5 steps per inner run (4 envs x 64 steps, 391 updates), where L2's mean return over training
 #      is about 300 of 500; population 32 x 4 rollouts x 40 generations is 5.1e8 env steps per ES seed,
-#      about 25 minutes on 2 quiet cores (~350k steps/s), so 3 ES seeds fit about 90 minutes.
+#      so that 3 ES seeds fit a session on 2 cores (benchmarks/README.md, "What the published studies' budgets
+#      cost").
 # paper: the published scale (population 512, 1024 generations) at the PureJaxRL CartPole defaults
 #      (4 envs x 128 steps, 5e5 steps), for one GPU; candidates are evaluated in chunks that fit
 #      `memory_budget_mb` per device (XLA's memory analysis), so a 40 GB GPU does not run out of memory.

@@ -8,11 +8,11 @@ from pathlib import Path
 from purerl import stats
 from purerl.publish import differences, document, provenance
 from purerl.run import files
+from purerl.studies.value_loss.record import TUNING
 from purerl.studies.value_loss.findings import (against_tuned, evolution_lines, judge, paired_of, paired_table, paired_words,
                                                 shape_tables)
 
-SETTING_TITLES = {"training_budget": "CartPole-v1, training budget", "2x_budget": "CartPole-v1, 2x budget",
-                  "5x_budget": "CartPole-v1, 5x budget", "acrobot": "Acrobot-v1, training budget"}
+SETTING_TITLES = dict(provenance.STUDIES["value_loss"].row_titles)  # what `results --check --mark` finds
 
 
 def _ci(s: dict) -> str:
@@ -48,11 +48,12 @@ def _stages(record: dict) -> list[str]:
     if record["critic_dynamics"]:
         measured["critic"] = record["critic_dynamics"].get("measured")
     if record.get("tuned_l2"):
-        measured["tuned_l2 (vf_coef grid)"] = record["tuned_l2"].get("measured")
+        measured[TUNING] = record["tuned_l2"].get("measured")
     for stage, m in measured.items():
-        if m:
-            lines.append(f"- `{stage}`: `{m['command']}` at `{m['commit']}`{_dirty(m)} on {m['machine']} (jax {m['jax']}), "
-                         f"{m['date']}.")
+        if m:  # `- **part**:`, where `results --check --mark` marks a stale part
+            what = " (tuned_l2's vf_coef grid)" if stage == TUNING else ""
+            lines.append(f"- **{stage}**{what}: `{m['command']}` at `{m['commit']}`{_dirty(m)} on {m['machine']} "
+                         f"(jax {m['jax']}), {m['date']}.")
     if record["not_measured"]:
         lines.append(f"- **Not measured**: {', '.join(record['not_measured'])}.")
     return lines
