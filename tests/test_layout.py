@@ -15,16 +15,50 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+def _run_at_import(body: list[ast.stmt]):
+    """The statements a module runs when imported: its body, and what sits in its `if`, `try`, `with`, `for` and
+    class bodies, not what a function runs when called."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                yield from _run_at_import(children)
+
+
 def _module_level_imports(path: Path, known: set[str]) -> set[str]:
+    name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = name.split(".")[:-1]  # a module's package; an __init__'s is the package it defines
     imported = set()
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("purerl"):
+    for node in _run_at_import(ast.parse(path.read_text()).body):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # relative: from the package, one level up per extra dot
+                module = ".".join(package[:len(package) - node.level + 1] + ([module] if module else []))
+            if not module.startswith("purerl"):
+                continue
             for alias in node.names:
-                full = f"{node.module}.{alias.name}"
-                imported.add(full if full in known else node.module)
+                full = f"{module}.{alias.name}"
+                imported.add(full if full in known else module)
         elif isinstance(node, ast.Import):
             imported |= {alias.name for alias in node.names if alias.name.startswith("purerl")}
     return imported & known
+
+
+def test_imports_run_at_import_time_are_found_wherever_they_sit(tmp_path, monkeypatch):
+    """An import inside a module-level `try` or `if`, or a relative one, binds the layers as a plain one does."""
+    package = tmp_path / "purerl"
+    (package / "run").mkdir(parents=True)
+    (package / "run" / "__init__.py").write_text("from . import files\n")
+    (package / "run" / "files.py").write_text(
+        "try:\n    from ..algos import ppo\nexcept ImportError:\n    pass\nif True:\n    import purerl.stats\n"
+        "def later():\n    from purerl import cli\n")
+    known = {"purerl.run", "purerl.run.files", "purerl.algos.ppo", "purerl.stats", "purerl.cli"}
+    monkeypatch.setitem(globals(), "PACKAGE", package)
+    assert _module_level_imports(package / "run" / "__init__.py", known) == {"purerl.run.files"}
+    assert _module_level_imports(package / "run" / "files.py", known) == {"purerl.algos.ppo", "purerl.stats"}
 
 
 def test_no_circle_among_module_level_imports():
