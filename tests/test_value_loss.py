@@ -97,10 +97,10 @@ def test_analyze_rejects_too_few_seeds_before_any_work(tmp_path, capsys):
     assert not (tmp_path / "r.md").exists()
 
 
-def test_paper_preset_is_the_published_scale_with_a_memory_budget():
+def test_paper_preset_is_the_authors_walkthrough_with_a_memory_budget():
     es = value_loss.es_config("paper")
-    assert (es.population_size, es.generations) == (512, 1024)
-    assert value_loss.inner_config("paper") == PPOConfig()  # PureJaxRL CartPole: 4 envs x 128 steps, 5e5 steps
+    assert (es.population_size, es.generations, es.rollouts) == (128, 512, 2)
+    assert value_loss.inner_config("paper") == PPOConfig(num_steps=64)  # PureJaxRL CartPole, 64 steps per env
     assert value_loss.memory_budget_mb("paper") > 0 and value_loss.memory_budget_mb("cpu") is None
 
 

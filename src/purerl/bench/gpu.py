@@ -27,7 +27,6 @@ from purerl.bench import harness, levers_report, report
 
 TARGET_2048_S = 30.0  # the target: 2048 CartPole agents x 500k steps in at most 30 s of steady-state run time
 PUREJAXRL_A100_S = 98.0  # PureJaxRL's published figure for 2048 CartPole agents on one A100 (another GPU)
-PUBLISHED_META_EVOLUTION = (512 * 1024, 9.0)  # training runs, hours on one A40: a figure reported to this project, not traced to a publication
 
 
 def is_gpu(record: dict) -> bool:
@@ -132,13 +131,6 @@ def _presets_section(record: dict) -> list[str]:
         lines.append(f"| `{p['command']}` | {p['work']} | {p['done']} {p['unit']} | {p['first_s']:.1f} | "
                      f"{p['steady_s']:.2f} | {3600 / p['steady_s']:,.1f} | {p['projected_full_h']:.2f} h "
                      f"({p['full_units']} {p['unit']}) | {p['throughput']} |")
-    value_loss = [p for p in record["presets"] if "value-loss" in p["command"] and not p.get("error")]
-    if value_loss:
-        agents, hours = PUBLISHED_META_EVOLUTION
-        per_agent_s = value_loss[0]["steady_s"] / int(value_loss[0]["work"].split()[0])
-        lines += ["", f"At the value-loss preset's cost per training run, a reported meta-evolution's {agents:,} "
-                      f"training runs (512 x 1024 generations) would take {agents * per_agent_s / 3600:.1f} h on "
-                      f"this GPU; that run took about {hours:.0f} h on one A40 (a figure not traced to a publication)."]
     return lines + [""]
 
 

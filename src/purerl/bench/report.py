@@ -182,8 +182,8 @@ def _evolve_section(record: dict) -> list[str]:
     ]
     lines += [f"| {label} | {r['parts_s'][name]:.4f} | {r['parts_fraction'][name]:.2%} |"
               for name, label in EVOLVE_PARTS.items()]
-    lines += ["", "For scale: a meta-evolution reported to this project (not traced to a publication) trained 512 agents "
-              "x 1024 generations in about 9 hours on one A40, about 58k agents per hour (with 5e5-step inner runs; the "
+    lines += ["", "For scale: the authors' walkthrough (PureJaxRL's examples/walkthrough.ipynb, the study's `paper` "
+              "preset) trains 128 candidates x 2 runs for 512 generations, 131,072 training runs of 5e5 env steps (the "
               "CPU preset's are 1e5).", ""]
     return lines
 
