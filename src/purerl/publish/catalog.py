@@ -131,7 +131,7 @@ STUDIES = {s.name: s for s in (
             f"purerl act train-time --env {env} --from-params {{runs}}/act/{env} --runs-dir {{runs}}/act "
             f"--report docs/results/act.md --no-progress{_ACT_VICTIMS.get(env, '')}")),
         "purerl act test-time --runs-dir {runs}/act --report docs/results/act.md --no-progress",
-    ), *_by_authors("act")),
+    ), *_by_authors("act"), render="purerl.studies.act.cli:render"),
     # No authors' code: PBT is compared with Jaderberg et al.'s paper, and pbt.md states those differences itself.
     Study("pbt", "pbt.md", TRAINING + _PBT_SOURCES, ("Pendulum-v1", "Acrobot-v1"), (
         f"{_PBT} --env Pendulum-v1 --total-timesteps 491520",

@@ -139,6 +139,14 @@ def _generations(run_dir: Path) -> list[dict]:
         return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
+def render(report: Path) -> Path:
+    """act.md again from the records committed beside it (`purerl results --render`): every number it prints is
+    in REPORT_STEM/'s JSON and the ES runs' configs, so no victim trains."""
+    report = Path(report)
+    _write_report(report, report.parent / report.stem)
+    return report
+
+
 def _write_report(out_md: Path, plots_dir: Path) -> None:
     """act.md from whatever train-time and test-time results exist, headed by their provenance."""
     lines = ["# Adversarial Cheap Talk", "", *document.header(out_md, "act"),
