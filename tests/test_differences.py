@@ -1,6 +1,8 @@
 """Every published document states its deliberate differences from the authors' code: the catalog holds them,
 the provenance header writes them, and `results --check --mark` inserts or refreshes them in documents made before."""
 
+import importlib
+import shutil
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,22 @@ def test_every_part_of_every_published_document_has_a_place_for_its_stale_mark()
             lines = staleness.marked(text, name, {part: "computation changed"}).split("\n")
             body = differences.without_block(lines, document.NOTICE_START, document.NOTICE_END)
             assert any(document.STALE_MARK in line for line in body), (name, part)
+
+
+@pytest.mark.parametrize("name", [name for name, study in catalog.STUDIES.items() if study.render])
+def test_a_renderable_document_is_what_its_renderer_writes_from_the_committed_records(name, tmp_path):
+    """Documents are never edited by hand, and a change to how a report words its numbers is rendered into the
+    documents it words (`purerl results --render DOC`): the committed text is what the renderer writes now."""
+    study = catalog.STUDIES[name]
+    document_path = RESULTS / study.document
+    stem = Path(study.document).stem
+    for path in (document_path, RESULTS / provenance.MANIFEST, RESULTS / f"{stem}.json"):
+        if path.exists():
+            shutil.copy(path, tmp_path / path.name)
+    shutil.copytree(RESULTS / stem, tmp_path / stem)
+    module, _, function = study.render.partition(":")
+    getattr(importlib.import_module(module), function)(tmp_path / study.document)
+    staleness.remark(tmp_path / study.document)
+    assert (tmp_path / study.document).read_text() == document_path.read_text(), (
+        f"{study.document}'s words differ from its renderer's: run `purerl results --render {study.document}` at a "
+        "clean commit")
