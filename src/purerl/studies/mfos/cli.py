@@ -139,6 +139,14 @@ def run_cli(args) -> int:
     return 0
 
 
+def render(report: Path) -> Path:
+    """The table's document again from REPORT_STEM/table.json (`purerl results --render mfos.md`); its header
+    names the render from the manifest, so the record carries none of its own."""
+    report = Path(report)
+    write_report(read_table(report.parent / report.stem / "table.json", "a table run writes it"), report)
+    return report
+
+
 def _rerender(report: Path | None, merge: list[Path], argv: list[str]) -> int:
     """`purerl mfos report --report PATH [--merge T.json ...]`: PATH's markdown again from PATH_STEM/table.json
     (a table run), after adding the games of other table runs of the same settings and seeds."""
