@@ -143,7 +143,8 @@ def render(report: Path) -> Path:
     """The table's document again from REPORT_STEM/table.json (`purerl results --render mfos.md`); its header
     names the render from the manifest, so the record carries none of its own."""
     report = Path(report)
-    write_report(read_table(report.parent / report.stem / "table.json", "a table run writes it"), report)
+    published = provenance.RESULTS_DIR.relative_to(provenance.REPO) / report.name  # wherever this copy is
+    write_report(read_table(report.parent / report.stem / "table.json", "a table run writes it"), report, published)
     return report
 
 

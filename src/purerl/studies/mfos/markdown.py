@@ -13,8 +13,9 @@ from purerl.run import files
 _ROW_ORDER = [f"{a} vs {b}" for b in OPPONENTS for a in SHAPERS + ("mfos",)] + ["mfos vs mfos"]
 
 
-def write_report(record: dict, report: Path) -> None:
-    """REPORT from a table record (table.json); its data and plots are in REPORT_STEM/ beside it."""
+def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
+    """REPORT from a table record (table.json); its data and plots are in REPORT_STEM/ beside it. `shown`: the
+    path the document gives for itself in commands (default REPORT)."""
     s = record["settings"]
     data = f"{report.stem}/table.json"
     n_seeds = len(record["seeds"])
@@ -74,7 +75,7 @@ def write_report(record: dict, report: Path) -> None:
             agents = f"{report.stem}/params/{game}-vs-nl.msgpack"
             if (report.parent / agents).is_file():
                 lines += [f"These M-FOS agents (every seed) are committed in [{agents}]({agents}); "
-                          f"`purerl mfos evaluate --report {report}` replays them against the same fresh NLs and "
+                          f"`purerl mfos evaluate --report {shown or report}` replays them against the same fresh NLs and "
                           "checks every number in this section.", ""]
         lines.append("")
     report.parent.mkdir(parents=True, exist_ok=True)
