@@ -199,7 +199,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"plot: {report['plot']}")
         return 0
     from purerl.publish import provenance
-    from purerl.studies.value_loss import report as value_loss_report, tuning
+    from purerl.studies.value_loss import record as value_loss_record, report as value_loss_report, tuning
 
     sources = [Path(p) for p in args.run_dir.split(",") if p.strip()]
     if not sources:
@@ -212,15 +212,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             raise ConfigError(f"{flag} must be at least 10 (a 95% CI needs 10 seeds), got {value}")
         if value is not None and value > MAX_HELD_OUT_SEEDS:  # beyond it, a MemoryError after the first files
             raise ConfigError(f"{flag} must be at most {MAX_HELD_OUT_SEEDS:,}, got {value:,}")
-    stages = tuple(value_loss_report.ALL_STAGES if args.stages is None else [s for s in args.stages.split(",") if s])
-    unknown = [s for s in stages if s not in value_loss_report.ALL_STAGES]
+    stages = tuple(value_loss_record.ALL_STAGES if args.stages is None else [s for s in args.stages.split(",") if s])
+    unknown = [s for s in stages if s not in value_loss_record.ALL_STAGES]
     if unknown or not stages:
         raise ConfigError(f"unknown stage '{unknown[0] if unknown else args.stages}'; choose from "
-                          f"{', '.join(value_loss_report.ALL_STAGES)}")
+                          f"{', '.join(value_loss_record.ALL_STAGES)}")
     if args.tune_runs is not None and not args.tuned_l2:
         raise ConfigError("--tune-runs needs --tuned-l2")
-    if args.stages is not None and value_loss_report.TUNING in stages and not args.tuned_l2:
-        raise ConfigError(f"--stages {value_loss_report.TUNING} needs --tuned-l2")
+    if args.stages is not None and value_loss_record.TUNING in stages and not args.tuned_l2:
+        raise ConfigError(f"--stages {value_loss_record.TUNING} needs --tuned-l2")
     tune_runs = (args.tune_runs or tuning.RUNS) if args.tuned_l2 else None
     args.report = provenance.check_report(args.report or sources[0] / "analysis" / "value_loss.md", "value_loss")
     record = value_loss_report.analyze(sources, args.report, args.seeds, args.argv, args.transfer_seeds, stages,

@@ -26,7 +26,7 @@ from purerl.algos.objectives import l2, learned_log_weight
 from purerl.config import ConfigError
 from purerl.studies import value_loss
 from purerl.studies.value_loss import shape as value_loss_shape, tuning
-from purerl.studies.value_loss.record import (ALL_STAGES, SELECTION_WINDOW, TUNING, build_record, kept_tuning, learned_name,
+from purerl.studies.value_loss.record import (ALL_STAGES, SELECTION_WINDOW, build_record, kept_tuning, learned_name,
                                               previous_stages, run_name, same_tuned_l2)
 
 DYNAMICS_SEEDS = 16
