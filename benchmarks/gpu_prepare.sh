@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Before a lent GPU's one call (issue 57): what the device machine lacks, in two git-ignored folders of this
+# Before a lent GPU's one call: what the device machine lacks, in two git-ignored folders of this
 # checkout that the call carries. The machine has no network; its image holds jax 0.11.2 with CUDA, flax, optax,
 # orbax-checkpoint, chex, scipy, matplotlib, seaborn and rich on Python 3.12 (the device tool's KINDS.md), not
 # gymnax and evosax, nor what PureJaxRL's ppo.py needs beyond them.

@@ -1,4 +1,4 @@
-"""Re-derive here a fingerprint record that issue 50's one-off migration computed on another CPU kind, and keep
+"""Re-derive here a fingerprint record that the one-off migration to fingerprints computed on another CPU kind, and keep
 this machine's record where the part's own code computes exactly what HEAD computes here.
 
 Usage: python scripts/rederive_migrated.py DOCUMENT PART     (for example mfos_paper.md ipd-vs-nl)

@@ -1,5 +1,6 @@
 """The benchmark harness measures in fresh processes and writes the report; numbers are checked for sense only."""
 
+import json
 import math
 import sys
 
@@ -113,7 +114,7 @@ def test_purejaxrl_peer_without_a_checkout_is_skipped_with_its_reason():
     assert result["error"] == harness.PUREJAXRL_SKIPPED and "\n" not in result["error"]
 
 
-def test_evolve_report_states_the_split_of_a_generation(tmp_path):
+def test_evolve_report_states_the_split_of_a_generation_and_renders_from_its_records(tmp_path, monkeypatch):
     parts = {"generation": 10.0, "ask": 0.01, "tell": 0.01, "to_host": 0.001, "to_device": 0.001, "from_device": 0.001,
              "inner_training": 9.9, "checkpoint": 0.05}
     result = {"study_preset": "cpu", "population_size": 16, "rollouts": 1, "inner_total_timesteps": 100_096,
@@ -128,6 +129,22 @@ def test_evolve_report_states_the_split_of_a_generation(tmp_path):
     assert "| ES ask | 0.0100 |" in text and "0.199%" in text
     assert "`purerl bench --task evolve` at a commit it did not record; " in text  # none recorded: none claimed
     assert report.command_line({"command": "purerl bench", "commit": "e5fd6d9"}) == "`purerl bench` at commit `e5fd6d9`."
+    measured = text
+
+    from purerl.cli import main
+    from purerl.publish import provenance
+
+    out = tmp_path / "rendered" / "benchmarks.md"
+    assert main(["bench", "--render", "--out", str(out)]) == 2  # no records beside it: nothing to render
+    assert not out.exists()
+    (out.parent / "benchmarks").mkdir(parents=True)
+    (out.parent / "benchmarks" / "records.json").write_text(json.dumps([record]))
+    monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 7, False))
+    assert main(["bench", "--render", "--out", str(out)]) == 0
+    rendered = out.read_text()
+    assert "rendered from `benchmarks/records.json` by `purerl bench --render --out" in rendered
+    assert rendered.replace(report.rendered_words(None), "").count("| 5,731 | 5,700 | 159,000 |") == 1
+    assert measured.split("## Meta-evolution")[1] == rendered.split("## Meta-evolution")[1]
 
 
 @pytest.mark.timeout(600)
@@ -165,6 +182,16 @@ def test_unrolled_threefry_gives_the_same_bits_as_jax_cpu_default():
     unrolled = jax.jit(lambda s: draws(s))(7)
     assert "while" in rolled_text and "while" not in unrolled_text  # really two lowerings
     assert all((a == b).all() for a, b in zip(jax.tree.leaves(rolled), jax.tree.leaves(unrolled)))
+
+
+def test_every_bench_task_gives_its_widths_for_each_preset():
+    """`purerl bench --task NAME` reads a task's widths from its registry entry: a task without them would fail
+    after the CLI accepted it."""
+    from purerl.algos import registry
+
+    for name, spec in registry.bench_tasks().items():
+        assert set(spec["widths"]) == {"cpu", "gpu"}, name
+        assert all(list(w) == sorted(w) and min(w) >= 1 for w in spec["widths"].values()), name
 
 
 def test_offpolicy_peers_spell_purerls_continuous_presets():

@@ -208,7 +208,7 @@ def test_a_bad_destination_for_drift_maps_or_a_missing_results_folder_is_one_lin
     assert "is not a folder" in capsys.readouterr().err
 
 
-# --- every subcommand, and corrupted inputs (issue 51) ---------------------------------------------------------------
+# --- every subcommand, and corrupted inputs ----------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> Path:

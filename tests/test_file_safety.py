@@ -206,7 +206,7 @@ def test_a_full_disk_during_a_checkpoint_is_one_line_and_exit_1(capfd, tmp_path,
     assert err.startswith("purerl: error: cannot save a checkpoint in ") and "No space left on device" in err
 
 
-# --- the bad inputs of issue 51: one line, exit 2, nothing written ---------------------------------------------------
+# --- bad inputs: one line, exit 2, nothing written ---------------------------------------------------
 
 def _copy(run: Path, to: Path) -> Path:
     import shutil

@@ -1,4 +1,4 @@
-"""PPO's GPU levers (issue 57): the fused Pallas gradient step against XLA's, bf16 matmuls, rollout unrolling,
+"""PPO's GPU levers: the fused Pallas gradient step against XLA's, bf16 matmuls, rollout unrolling,
 their refusals, and the lever benchmark's record and report. On a CPU the kernel runs in Pallas's interpret
 mode; on a GPU the same tests run the compiled Triton kernel."""
 
@@ -83,7 +83,7 @@ def test_rollout_unrolling_changes_nothing_but_the_program(tiny_jit, hp):
 @pytest.mark.parametrize("shape", [CARTPOLE, MINATAR], ids=["cartpole", "minatar"])
 def test_fused_kernel_lowers_to_triton_for_a_gpu(shape):
     """Triton's limits (power-of-two blocks, two-array stacks, dots of at least 16) hold for the vmapped run,
-    lowered for an abstract H200, the GPU lent for issue 57: on a machine without a GPU, jax 0.11 (the version
+    lowered for an abstract H200, the GPU the benchmark was prepared for: on a machine without a GPU, jax 0.11 (the version
     on that GPU's image) lowers Pallas to Triton only for a named device."""
     train = make_train(PPOConfig(**shape, update_kernel="fused"))
     train.update_rule.interpret = False

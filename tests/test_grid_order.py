@@ -1,5 +1,5 @@
 """A grid member keeps its settings in every record and every way of rerunning or continuing its run, in
-whatever order the grid's flags are given (issue 49); `--resume` alone continues the run as recorded."""
+whatever order the grid's flags are given; `--resume` alone continues the run as recorded."""
 
 import csv
 import itertools

@@ -138,3 +138,14 @@ def test_few_seeds_give_no_verdict_and_an_old_record_asks_for_its_part_to_be_reg
     assert "Regenerate the CartPole-v1 part" in old
     elsewhere = _training_task_record(np.linspace(150.0, 220.0, 16), None) | {"total_timesteps": 2048}
     assert "not measured, no row above is its training task" in _render(tmp_path / "elsewhere", elsewhere)
+
+
+def test_the_report_names_the_presets_settings_only_where_every_row_ran_them():
+    """dpo.md says its objectives ran at PPO's preset settings; a compare run given other settings must not."""
+    from pathlib import Path
+
+    published = json.loads((Path(__file__).parents[1] / "docs/results/dpo/Acrobot-v1.json").read_text())
+    assert compare._at_preset(published)
+    assert not compare._at_preset({**published, "hyperparams": {**published["hyperparams"], "lr": 1e-3}})
+    assert not compare._at_preset({**published, "num_envs": published["num_envs"] * 2})
+    assert not compare._at_preset({**published, "preset": "no such preset"})

@@ -382,8 +382,12 @@ def test_report_rerenders_the_markdown_from_the_table_data(tmp_path):
     record = {"preset": "tiny", "settings": dataclasses.asdict(TINY), "seeds": [0, 1], "games": {},
               "provenance": {"command": "purerl mfos table", "commit": "abc1234", "machine": "m", "date": "d"}}
     (tmp_path / "mfos" / "table.json").write_text(json.dumps(record))
+    earlier = {"command": "purerl results --render mfos.md", "commit": "e" * 40, "date": "d"}
+    (tmp_path / "manifest.json").write_text(json.dumps({"mfos.md": {"study": "mfos", "parts": {}, "rendered": earlier}}))
     assert mfos_cli.run_cli(_parse("report", "--report", str(report))) == 0
+    assert "rendered" not in json.loads((tmp_path / "manifest.json").read_text())["mfos.md"]  # no older claim
     text = report.read_text()
+    assert "e" * 40 not in text and "This text was rendered from that data by `" in text
     assert "regenerate: `scripts/reproduce.sh mfos`" in text and "Deliberate differences" in text
     assert "[mfos/table.json](mfos/table.json)" in text
     assert "too few seeds for a CI" in text

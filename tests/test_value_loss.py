@@ -104,7 +104,7 @@ def test_paper_preset_is_the_authors_walkthrough_with_a_memory_budget():
     assert value_loss.memory_budget_mb("paper") > 0 and value_loss.memory_budget_mb("cpu") is None
 
 
-# ------------------------------------------------------------------ the mlp form, shape numbers, tuned L2 (issue 56)
+# ------------------------------------------------------------------ the mlp form, shape numbers, tuned L2 ------------
 def test_default_task_records_what_the_published_evolutions_record_and_mlp_names_its_form():
     committed = json.loads((ROOT / "docs/results/value_loss/es_seed0/config.json").read_text())
     assert value_loss.make_task("cpu").info == committed["task_info"]  # so an older run still resumes
@@ -228,7 +228,7 @@ def test_paired_difference_gives_a_ci_and_a_verdict_only_where_it_decides():
 
 def _record_before_tuning() -> dict:
     """value_loss.json as the analysis of the scaled form alone wrote it at 5e88eae (docs/results/ held it until
-    issue 56's six-source analysis): no tuned L2, no forms, no per-seed critic errors."""
+    the six-source analysis): no tuned L2, no forms, no per-seed critic errors."""
     with gzip.open(Path(__file__).parent / "data/value_loss_record_5e88eae.json.gz", "rt") as file:
         return json.load(file)
 
@@ -294,16 +294,17 @@ def test_cli_refuses_a_form_for_another_task_and_tune_runs_without_tuning(tmp_pa
 def test_the_tuning_is_measured_again_unless_kept_and_stages_stay_only_beside_the_same_tuned_l2():
     """A tuned-L2 choice is a measurement like any stage: a full regeneration makes it again, so a choice made by
     older code never carries over; held-out stages measured beside one tuned L2 are kept only beside the same."""
-    grid = list(tuning.GRID)
-    previous = {"grid": grid, "runs": 128, "vf_coef": 0.0625, "mean_fitness": [1.0] * len(grid)}
-    assert record.kept_tuning(previous, grid, 128, ("training_budget", "critic")) is previous
-    assert record.kept_tuning(previous, grid, 128, record.ALL_STAGES) is None
-    assert record.kept_tuning(previous, grid, 128, ("acrobot", record.TUNING)) is None
-    assert record.kept_tuning(previous, grid, 64, ("critic",)) is None
-    assert record.kept_tuning(previous, grid[:-1], 128, ("critic",)) is None
-    assert record.kept_tuning(previous, grid, None, ("critic",)) is None and record.kept_tuning(None, grid, 128, ()) is None
-    assert record.same_tuned_l2(previous, {**previous, "mean_fitness": [2.0] * len(grid), "measured": {"commit": "c"}})
+    design = {"grid": list(tuning.GRID), "runs": 128, "es_seeds": [0, 1, 2], "total_timesteps": 100_000}
+    previous = {**design, "vf_coef": 0.0625, "mean_fitness": [1.0] * len(tuning.GRID)}
+    assert record.kept_tuning(previous, design, ("training_budget", "critic")) is previous
+    assert record.kept_tuning(previous, design, record.ALL_STAGES) is None
+    assert record.kept_tuning(previous, design, ("acrobot", record.TUNING)) is None
+    for other in ({"runs": 64}, {"grid": design["grid"][:-1]}, {"es_seeds": [0, 1]}, {"total_timesteps": 200_000}):
+        assert record.kept_tuning(previous, {**design, **other}, ("critic",)) is None, other  # other training keys
+    assert record.kept_tuning(previous, None, ("critic",)) is None and record.kept_tuning(None, design, ()) is None
+    assert record.same_tuned_l2(previous, {**previous, "mean_fitness": [2.0] * len(tuning.GRID), "measured": {"c": 1}})
     assert not record.same_tuned_l2(previous, {**previous, "vf_coef": 0.125})
+    assert not record.same_tuned_l2(previous, {**previous, "es_seeds": [0, 1]})
     assert not record.same_tuned_l2(previous, None) and record.same_tuned_l2(None, None)
 
 

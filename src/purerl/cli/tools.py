@@ -40,6 +40,9 @@ def add_bench(sub) -> None:
                        help="pin every measured process, purerl's and each peer's, to the first N cores (its own "
                             "section): per-core efficiency, whatever threads or devices a system would use")
     bench.add_argument("--out", type=path, default=Path("docs/benchmarks.md"))
+    bench.add_argument("--render", action="store_true",
+                       help="measure nothing: write --out again from its benchmarks/records.json, after a change to "
+                            "how the report words its numbers (at a clean commit, which the report then names)")
     bench.set_defaults(run=cmd_bench)
 
 
@@ -82,6 +85,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from purerl.algos import registry
     from purerl.bench import gpu, harness, peers
 
+    if args.render:
+        return _render_bench(args.out, args.argv)
     every = [name for name, spec in registry.bench_tasks().items() if spec.get("in_all", True)]
     tasks = {"all": every, "evolve": [], "gpu-levers": []}.get(args.task, [args.task])
     names = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
@@ -153,6 +158,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     write_atomic(records_path, json.dumps(records, indent=2))
     print(f"report: {report}")
+    return 0
+
+
+def _render_bench(out: Path, argv: list[str]) -> int:
+    """`purerl bench --render`: the report's words again from its records, measuring nothing."""
+    from purerl.bench import gpu
+    from purerl.publish import provenance
+
+    records_path = out.parent / "benchmarks" / "records.json"
+    if not records_path.is_file():
+        raise ConfigError(f"--render needs {records_path}, the records a measured `purerl bench --out {out}` wrote")
+    commit, dirty = provenance.git_state()
+    if commit is None or dirty:
+        raise ConfigError("--render names the commit whose report code wrote the words: commit first (the checkout "
+                          + ("has uncommitted changes)" if commit else "is not a git checkout)"))
+    facts = provenance.run_facts(argv)
+    print(f"report: {gpu.write_report(json.loads(records_path.read_text()), out, facts)}")
     return 0
 
 

@@ -10,6 +10,7 @@ header (`publish.document`) says which command, commit and machine made each row
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from purerl.meta import lpo_report
 from purerl.meta.evolve import curve_fitness
 from purerl.run import experiment, files, results, rundir
 from purerl.publish import document, provenance, sessions
-from purerl.config import ConfigError
+from purerl.config import PRESETS, ConfigError, HyperParams, PPOConfig
 from purerl.run.trainspec import TrainSpec
 
 
@@ -98,6 +99,16 @@ def render(report: Path) -> Path:
     return write_report(report.parent / report.stem, report, TITLE)
 
 
+def _at_preset(record: dict) -> bool:
+    """Whether an env's runs trained at their preset's own settings (whatever the budget)."""
+    preset = PRESETS.get(record.get("preset"))
+    if preset is None:
+        return False
+    config, hp = PPOConfig(**preset.config), HyperParams(**preset.hyperparams)._asdict()
+    return ((record.get("num_envs"), record.get("num_steps")) == (config.num_envs, config.num_steps)
+            and all(math.isclose(value, hp[name]) for name, value in record.get("hyperparams", {}).items()))
+
+
 def write_report(results_dir: Path, report: Path, title: str) -> Path:
     """The markdown table of every `<env>.json` in `results_dir` (generated; do not edit by hand)."""
     results_dir = Path(results_dir)
@@ -108,9 +119,11 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
              f"Statistic: each seed's final return is its mean episode return over the last {results.FINAL_WINDOW} "
              "updates; a cell gives the IQM over seeds and its 95% percentile-bootstrap CI when there are at least "
              f"{stats.MIN_SEEDS_FOR_CI} seeds, otherwise every per-seed value and n. Every objective uses the same "
-             "seeds and hyperparameters: the env family's preset, PPO's settings, with DPO's alpha 2 and beta 0.6, as "
-             "PureJaxRL's dpo_continuous_action.py runs DPO on its PPO's; no objective is tuned on its own, so settings "
-             "made for PPO may favour it. A run on the same CPU (family, model and SIMD extension, in the manifest) "
+             "seeds and hyperparameters: " + ("each env family's preset, PPO's settings, with DPO's alpha 2 and beta "
+                                              "0.6, as PureJaxRL's dpo_continuous_action.py runs DPO on its PPO's"
+                                              if all(map(_at_preset, records)) else
+                                              "each row's, in its record (not every one its preset's own)")
+             + "; no objective is tuned on its own, so settings made for PPO may favour it. A run on the same CPU (family, model and SIMD extension, in the manifest) "
              "reproduces these numbers exactly; on another, float rounding moves the per-seed values.", "",
              "| env | budget (env steps/seed) | seeds | " + " | ".join(objectives) + " |",
              "|---|---|---|" + "---|" * len(objectives)]

@@ -225,6 +225,15 @@ def record_render(report: Path, argv: list[str]) -> dict:
     return rendered
 
 
+def drop_render(report: Path) -> None:
+    """Take back the manifest's note of a render (`record_render`), if any: a writer that names its own render in
+    the document's words (`purerl mfos report`) leaves no older claim in the header beside it."""
+    report = Path(report)
+    manifest = read_manifest(report.parent)
+    if manifest.get(report.name, {}).pop("rendered", None) is not None:
+        write_atomic(report.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
 def forget(report: Path, part: str) -> None:
     """Drop one part of `report` from its manifest, if there: a command about to replace that part's numbers
     calls this first, so that until it records the part again neither the document's header nor `check`

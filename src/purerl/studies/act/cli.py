@@ -141,7 +141,7 @@ def _generations(run_dir: Path) -> list[dict]:
 
 def render(report: Path) -> Path:
     """act.md again from the records committed beside it (`purerl results --render`): every number it prints is
-    in REPORT_STEM/'s JSON and the ES runs' configs, so no victim trains."""
+    in REPORT_STEM/ (the evaluations' JSON, each ES run's config and generations), so no victim trains."""
     report = Path(report)
     _write_report(report, report.parent / report.stem)
     return report

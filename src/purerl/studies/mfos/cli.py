@@ -167,6 +167,7 @@ def _rerender(report: Path | None, merge: list[Path], argv: list[str]) -> int:
                     shutil.copyfile(table.parent / plot, data.parent / plot)
     if others:
         files.write_atomic(data, json.dumps(record, indent=2))
+    provenance.drop_render(report)  # the words below name this render themselves
     write_report({**record, "rendered": provenance.run_facts(argv)}, report)
     print(f"report: {report} (from {data})")
     return 0

@@ -58,19 +58,22 @@ def previous_stages(report: Path, selected: dict[str, str], stages: tuple[str, .
     return held, dynamics, record.get("tuned_l2")
 
 
-def kept_tuning(previous: dict | None, grid: list[float], runs: int | None, stages: tuple[str, ...]) -> dict | None:
-    """The recorded tuning where this run tunes the same grid on as many runs and does not measure `TUNING` again
-    (a full regeneration does: the choice is a measurement of the code that makes it, like every stage)."""
-    if previous is None or runs is None or TUNING in stages:
+TUNING_DESIGN = ("grid", "runs", "es_seeds", "total_timesteps")  # what a tuning trains: the keys come from the ES seeds
+
+
+def kept_tuning(previous: dict | None, design: dict | None, stages: tuple[str, ...]) -> dict | None:
+    """The recorded tuning where this run tunes the same `design` (`TUNING_DESIGN`) and does not measure `TUNING`
+    again (a full regeneration does: the choice is a measurement of the code that makes it, like every stage)."""
+    if previous is None or design is None or TUNING in stages:
         return None
-    return previous if (previous["grid"], previous["runs"]) == (grid, runs) else None
+    return previous if all(previous.get(key) == design[key] for key in TUNING_DESIGN) else None
 
 
 def same_tuned_l2(a: dict | None, b: dict | None) -> bool:
-    """Whether two tunings give the same `tuned_l2` baseline (grid, runs and the coefficient chosen), so stages
+    """Whether two tunings give the same `tuned_l2` baseline (the same design and coefficient chosen), so stages
     measured beside one can stand beside the other; no tuning on either side is the same only as none."""
     def baseline(tuned):
-        return tuned and (list(tuned["grid"]), tuned["runs"], tuned["vf_coef"])
+        return tuned and [tuned.get(key) for key in (*TUNING_DESIGN, "vf_coef")]
 
     return baseline(a) == baseline(b)
 
