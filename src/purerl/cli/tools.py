@@ -161,6 +161,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _require_clean_commit() -> None:
+    """A render names the commit whose report code wrote the words, so it runs only on a clean checkout."""
+    from purerl.publish import provenance
+
+    commit, dirty = provenance.git_state()
+    if commit is None or dirty:
+        raise ConfigError("--render names the commit whose report code wrote the words: commit first (the checkout "
+                          + ("has uncommitted changes)" if commit else "is not a git checkout)"))
+
+
 def _render_bench(out: Path, argv: list[str]) -> int:
     """`purerl bench --render`: the report's words again from its records, measuring nothing."""
     from purerl.bench import gpu
@@ -169,10 +179,7 @@ def _render_bench(out: Path, argv: list[str]) -> int:
     records_path = out.parent / "benchmarks" / "records.json"
     if not records_path.is_file():
         raise ConfigError(f"--render needs {records_path}, the records a measured `purerl bench --out {out}` wrote")
-    commit, dirty = provenance.git_state()
-    if commit is None or dirty:
-        raise ConfigError("--render names the commit whose report code wrote the words: commit first (the checkout "
-                          + ("has uncommitted changes)" if commit else "is not a git checkout)"))
+    _require_clean_commit()
     facts = provenance.run_facts(argv)
     print(f"report: {gpu.write_report(json.loads(records_path.read_text()), out, facts)}")
     return 0
@@ -229,10 +236,7 @@ def _render(results_dir: Path, names: list[str], argv: list[str]) -> int:
             raise ConfigError(f"{name}: the {study.name} study has no renderer; regenerate it "
                               f"(scripts/reproduce.sh {study.name})")
         chosen.append((results_dir / Path(name).name, study.render))
-    commit, dirty = provenance.git_state()
-    if commit is None or dirty:
-        raise ConfigError("--render names the commit whose report code wrote the words: commit first (the checkout "
-                          + ("has uncommitted changes)" if commit else "is not a git checkout)"))
+    _require_clean_commit()
     for report, target in chosen:
         module, _, function = target.partition(":")
         manifest_path = report.parent / provenance.MANIFEST
