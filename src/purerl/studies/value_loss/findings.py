@@ -26,9 +26,13 @@ def _interval(d: dict, bold: bool = False) -> str:
 
 def judge(record: dict, setting: str, name: str, other: str, rows: dict) -> str:
     """`name` against `other` (a row of `rows`, or `scale_only`) by both tests on the same seeds (`stats.both_tests`)."""
-    row = f"{name}_scale_only" if other == "scale_only" else other
-    by_iqm = stats.iqm_verdict(rows[name]["auc"], rows[row]["auc"])
+    by_iqm = stats.iqm_verdict(rows[name]["auc"], rows[_row_of(name, other)]["auc"])
     return stats.both_tests(by_iqm, paired_of(record, setting, name, other))
+
+
+def _row_of(name: str, other: str) -> str:
+    """The row `name` is compared with: `other`, or for `scale_only` the scaled-L2 row of the same scale."""
+    return f"{name}_scale_only" if other == "scale_only" else other
 
 
 def paired_of(record: dict, setting: str, name: str, other: str) -> dict | None:
@@ -43,7 +47,7 @@ def paired_words(record: dict, setting: str, name: str, other: str) -> str:
 def _both(record: dict, name: str, other: str) -> str:
     """`name` against `other` at the training budget in both tests' words, with both tests' numbers."""
     rows = record["all_candidates"]["training_budget"]
-    row = f"{name}_scale_only" if other == "scale_only" else other
+    row = _row_of(name, other)
     return (f"{judge(record, 'training_budget', name, other, rows)} (IQM {stats.describe(rows[name]['auc'])} vs "
             f"{stats.describe(rows[row]['auc'])}{paired_words(record, 'training_budget', name, other)})")
 
@@ -108,8 +112,7 @@ def paired_table(record: dict, titles: dict[str, str]) -> list[str]:
         columns += [(name, other) for name, others in rows.items() for other in others if (name, other) not in columns]
     lines = ["## Paired differences (learned minus baseline on the same held-out seeds: mean of the per-seed "
              "differences in mean return over training [95% CI])", "",
-             "| setting | n | " + " | ".join(f"`{name} - {name}_scale_only`" if other == "scale_only" else
-                                          f"`{name} - {other}`" for name, other in columns) + " |",
+             "| setting | n | " + " | ".join(f"`{name} - {_row_of(name, other)}`" for name, other in columns) + " |",
              "|---" * (len(columns) + 2) + "|"]
     for setting, rows in paired.items():
         n = next((d["n"] for others in rows.values() for d in others.values()), 0)
