@@ -147,7 +147,7 @@ def test_each_algorithm_module_builds_its_train_function_as_purejaxrl_does():
 
 
 def test_every_algorithms_record_reads_back(tmp_path):
-    """`--config` and `--resume` read config.json through `rerun.check_types`, which once refused PQN's float
+    """`--config` and `--resume` read config.json through `trainspec.check_types`, which once refused PQN's float
     `epsilon_decay` as "must be int"."""
     from purerl.algos import registry
     from purerl.run.rerun import load_spec

@@ -119,7 +119,7 @@ def train(train, out: str | Path, *, seeds: int | Sequence[int] = 1, grid: dict[
     edited under the same name is not noticed. Returns the summary (None if stopped early).
     """
     from purerl.run import experiment
-    from purerl.run.rerun import check_types
+    from purerl.run.trainspec import check_types
 
     base = train.spec if isinstance(train, Train) else None
     algorithm = train.algorithm if isinstance(train, Train) else train

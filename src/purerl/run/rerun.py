@@ -13,8 +13,9 @@ import dataclasses
 import json
 from pathlib import Path
 
-from purerl.run import records, rundir
 from purerl.config import ConfigError, HyperParams, PPOConfig, seed_range
+from purerl.run import records, rundir
+from purerl.run.trainspec import TrainSpec, check_types
 
 
 def given_flags(argv: list[str]) -> set[str]:
@@ -52,8 +53,6 @@ def load_spec(path: Path, flag: str = "--config"):
 
 def spec_from_record(data: dict, run_dir: Path):
     """The `TrainSpec` of a run's config.json, its grid in the order the run's members were trained in."""
-    from purerl.run.trainspec import TrainSpec
-
     return TrainSpec.from_json({**data, "grid": dict(records.grid_pairs(data, run_dir))})
 
 
@@ -70,35 +69,6 @@ def in_recorded_order(spec, run_dir: Path):
     if order != {name: [float(x) for x in values] for name, values in spec.grid.items()}:
         return spec  # a different grid: `rundir.prepare` names the difference
     return dataclasses.replace(spec, grid={name: spec.grid[name] for name in order})
-
-
-def check_types(spec) -> None:
-    """JSON can hold any type; the config fields must hold the ones the program is built from."""
-    for field in dataclasses.fields(spec.config):  # the recorded algorithm's own config class
-        value = getattr(spec.config, field.name)
-        expected = type(field.default)  # str, tuple, bool, int, or float (PQN's epsilon_decay), which takes an int
-        accepted = (int, float) if expected is float else expected
-        if not isinstance(value, accepted) or (expected is not bool and isinstance(value, bool)):
-            raise TypeError(f"{field.name} must be {expected.__name__}, got {value!r}")
-        if field.name == "hidden_sizes" and not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
-            raise TypeError(f"hidden_sizes must be integers, got {list(value)!r}")
-    for name, value in spec.hyperparams._asdict().items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a number, got {value!r}")
-    import numpy as np
-
-    for name, values in spec.grid.items():  # what the flag form (`args.floats`) refuses, the record may not hold
-        if not isinstance(values, (list, tuple)) or not values:
-            raise TypeError(f"grid {name} must be a list of numbers, got {values!r}")
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            raise TypeError(f"grid {name} must hold numbers, got {values!r}")
-        with np.errstate(over="ignore"):
-            single = [float(np.float32(v)) for v in values]
-        twice = [v for i, v in enumerate(values) if single[i] in single[:i]]
-        if twice:
-            raise ValueError(f"grid {name} holds the value {twice[0]:.9g} twice (equal in float32)")
-    if not all(isinstance(s, int) and not isinstance(s, bool) for s in spec.seeds):
-        raise TypeError(f"seeds must be integers, got {spec.seeds!r}")
 
 
 def apply_flags(spec, args: argparse.Namespace, given: set[str]):

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from purerl import envs
 from purerl.algos import registry
 from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
@@ -191,10 +193,35 @@ def make_spec(env: str, algo: str = "ppo", preset: str | None = None, settings: 
     spec = TrainSpec(config=config, hyperparams=hp, seeds=list(seeds), grid=grid, preset=preset, objective=objective,
                      value_loss=value_loss, algo=algorithm.name, network=network)
     if not cli:  # the parser has typed every flag; Python's values may be anything
-        from purerl.run.rerun import check_types
-
         try:
             check_types(spec)
         except (TypeError, ValueError) as error:
             raise ConfigError(str(error)) from None
     return spec
+
+
+def check_types(spec) -> None:
+    """JSON can hold any type; the config fields must hold the ones the program is built from."""
+    for field in dataclasses.fields(spec.config):  # the recorded algorithm's own config class
+        value = getattr(spec.config, field.name)
+        expected = type(field.default)  # str, tuple, bool, int, or float (PQN's epsilon_decay), which takes an int
+        accepted = (int, float) if expected is float else expected
+        if not isinstance(value, accepted) or (expected is not bool and isinstance(value, bool)):
+            raise TypeError(f"{field.name} must be {expected.__name__}, got {value!r}")
+        if field.name == "hidden_sizes" and not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
+            raise TypeError(f"hidden_sizes must be integers, got {list(value)!r}")
+    for name, value in spec.hyperparams._asdict().items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+    for name, values in spec.grid.items():  # what the flag form (`args.floats`) refuses, the record may not hold
+        if not isinstance(values, (list, tuple)) or not values:
+            raise TypeError(f"grid {name} must be a list of numbers, got {values!r}")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise TypeError(f"grid {name} must hold numbers, got {values!r}")
+        with np.errstate(over="ignore"):
+            single = [float(np.float32(v)) for v in values]
+        twice = [v for i, v in enumerate(values) if single[i] in single[:i]]
+        if twice:
+            raise ValueError(f"grid {name} holds the value {twice[0]:.9g} twice (equal in float32)")
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in spec.seeds):
+        raise TypeError(f"seeds must be integers, got {spec.seeds!r}")
