@@ -4,6 +4,7 @@ import json
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -434,6 +435,28 @@ def test_write_atomic_keeps_the_old_file_and_leaves_no_temp_file_when_the_write_
     with pytest.raises(OSError):
         files.write_atomic(target, "new\n")
     assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
+
+
+def test_a_figure_that_fails_to_save_keeps_the_old_png_and_every_plot_writes_through_save_figure(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    target = tmp_path / "curves.png"
+    target.write_bytes(b"old png")
+    figure = plt.figure()
+    with pytest.raises(ValueError):
+        files.save_figure(figure, target, format="no-such-format")
+    assert target.read_bytes() == b"old png" and sorted(p.name for p in tmp_path.iterdir()) == ["curves.png"]
+    assert not plt.fignum_exists(figure.number)  # closed either way
+    figure = plt.figure()
+    assert files.save_figure(figure, target, dpi=50) == target and target.read_bytes().startswith(b"\x89PNG")
+    package = Path(files.__file__).parents[1]
+    direct = [f"{path.relative_to(package)}:{n}" for path in package.rglob("*.py")
+              for n, line in enumerate(path.read_text().splitlines(), 1)
+              if ".savefig(" in line and path.name != "files.py"]
+    assert direct == []  # a plot written straight to its name could be left half-written by a kill
 
 
 def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):

@@ -258,6 +258,4 @@ def plot(records: list[dict], path: Path) -> Path:
         ax.grid(alpha=0.3, which="both")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return files.save_figure(fig, path, dpi=120)

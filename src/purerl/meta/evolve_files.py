@@ -94,9 +94,7 @@ def plot_fitness(out: Path, log: list[dict], title: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    with files.temporary(out / FITNESS_PNG) as tmp:
-        fig.savefig(tmp, dpi=120)
-    plt.close(fig)
+    files.save_figure(fig, out / FITNESS_PNG, dpi=120)
 
 
 class GenerationBar:

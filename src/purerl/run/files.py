@@ -49,6 +49,18 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         f.write(data.encode() if isinstance(data, str) else data)
 
 
+def save_figure(figure, path: Path, **options) -> Path:
+    """Write a matplotlib `figure` to `path` whole or not at all (`options` go to `savefig`), and close it."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with temporary(path) as tmp:
+            figure.savefig(tmp, **options)
+    finally:
+        plt.close(figure)
+    return Path(path)
+
+
 def mark_written(path: Path) -> None:
     """Mark the PNG or GIF at `path` as purerl's (`write_atomic`: a cut-short write leaves the unmarked file)."""
     import zlib

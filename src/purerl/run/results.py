@@ -1,7 +1,7 @@
 """What a training run writes into its directory besides config.json and checkpoint/ (`rundir`, `checkpoint`):
 metrics.csv, summary.json and curves.png, and the curve plots `purerl plot` shares.
 
-Every file goes through `files.write_atomic` (or `files.temporary`), so a killed run never leaves a
+Every file goes through `files.write_atomic` (or `files.save_figure`), so a killed run never leaves a
 half-written file; orbax checkpoints are atomic as well.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from purerl import stats
-from purerl.run import rundir
-from purerl.run.files import temporary, write_atomic
+from purerl.run import files, rundir
+from purerl.run.files import write_atomic
 
 METRICS = "metrics.csv"
 SUMMARY = "summary.json"
@@ -212,12 +212,5 @@ def _legend_entry(label: str, seeds: set) -> str:
 
 
 def save_figure(figure, path: Path) -> Path:
-    """Write `figure` to `path` through a temporary name (readers never see half a PNG) and close it."""
-    import matplotlib.pyplot as plt
-
-    try:
-        with temporary(path) as tmp:
-            figure.savefig(tmp, dpi=120, bbox_inches="tight", pad_inches=0.1)
-    finally:
-        plt.close(figure)
-    return path
+    """Write a results figure to `path` whole (`files.save_figure`), trimmed to what it draws."""
+    return files.save_figure(figure, path, dpi=120, bbox_inches="tight", pad_inches=0.1)

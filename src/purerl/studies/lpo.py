@@ -23,6 +23,7 @@ from purerl.config import ConfigError, HyperParams, apply_preset, default_preset
 from purerl.meta.evolve import MetaTask, train_fitness
 from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import load_meta_params
+from purerl.run import files
 
 # cpu: CartPole-v1 with the classic preset cut to 65,536 steps per inner run, where PPO is half-way (final return
 #      about 240 of 500) and so unsaturated; population 32 x 300 generations, one inner run per candidate (the
@@ -149,8 +150,6 @@ def analyze_drift(sources: list[str], out_dir: Path) -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from purerl.run.files import write_atomic
-
     for source in sources:
         if source not in ("ppo", "dpo") and not Path(source).exists():
             raise ConfigError(f"drift '{source}' is neither ppo, dpo nor an existing path")
@@ -184,7 +183,6 @@ def analyze_drift(sources: list[str], out_dir: Path) -> dict:
             fig.colorbar(image, ax=ax, extend="both")
     fig.tight_layout()
     path = out_dir / "drift.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    write_atomic(out_dir / "drift.json", json.dumps(report, indent=2))
+    files.save_figure(fig, path, dpi=110)
+    files.write_atomic(out_dir / "drift.json", json.dumps(report, indent=2))
     return {"features": report, "plot": str(path)}

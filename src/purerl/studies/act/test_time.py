@@ -152,5 +152,4 @@ def _plot_controlled_episode(train, hp, exploiter, joint: tuple, path: Path) -> 
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    files.save_figure(fig, path, dpi=120)

@@ -95,9 +95,7 @@ def plot_policies(trajectory: Trajectory, path: Path, title: str) -> None:
 
 def save_figure(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with files.temporary(path) as tmp:
-        fig.savefig(tmp, dpi=110)
-    pyplot().close(fig)
+    files.save_figure(fig, path, dpi=110)
 
 
 def _jsonable(result: dict) -> dict:

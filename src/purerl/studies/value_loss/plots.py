@@ -7,6 +7,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
+from purerl.run import files
 from purerl.studies.value_loss import FORMS
 from purerl.studies.value_loss.shape import curvature_at_zero, curves, log_weight_grid, loss_of_value
 
@@ -48,9 +49,7 @@ def loss_figure(meta_params, path: Path, form: str = "scaled", max_error: float 
     if form == "scaled":
         _weight_map(fig, axes[3], meta_params)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return files.save_figure(fig, path, dpi=110)
 
 
 def _weight_map(fig, ax, meta_params) -> None:
@@ -105,6 +104,4 @@ def dynamics_figure(dynamics: dict, path: Path) -> Path:
         ax.legend(fontsize="small")
     fig.suptitle(f"{len(dynamics['seeds'])} held-out seeds")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return files.save_figure(fig, path, dpi=110)
