@@ -31,7 +31,7 @@ def judge(record: dict, setting: str, name: str, other: str, rows: dict) -> str:
 
 
 def _row_of(name: str, other: str) -> str:
-    """The row `name` is compared with: `other`, or for `scale_only` the scaled-L2 row of the same scale."""
+    """The row `name` is compared with: `other`, or for `scale_only` the row of `name`'s scale alone, as L2."""
     return f"{name}_scale_only" if other == "scale_only" else other
 
 
