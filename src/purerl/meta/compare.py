@@ -115,16 +115,16 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
     records = [json.loads(p.read_text()) for p in sorted(results_dir.glob("*.json"))]
     records = [r for r in records if "objectives" in r]  # other analyses (drift.json) share the folder
     objectives = sorted({label for r in records for label in r["objectives"]}, key=_objective_order)
+    settings = ("each env family's preset, PPO's settings, with DPO's alpha 2 and beta 0.6, as PureJaxRL's "
+                "dpo_continuous_action.py runs DPO on its PPO's" if all(map(_at_preset, records)) else
+                "each row's, in its record (not every one its preset's own)")
     lines = [f"# {title}", "", *document.header(report, "dpo"),
              f"Statistic: each seed's final return is its mean episode return over the last {results.FINAL_WINDOW} "
              "updates; a cell gives the IQM over seeds and its 95% percentile-bootstrap CI when there are at least "
              f"{stats.MIN_SEEDS_FOR_CI} seeds, otherwise every per-seed value and n. Every objective uses the same "
-             "seeds and hyperparameters: " + ("each env family's preset, PPO's settings, with DPO's alpha 2 and beta "
-                                              "0.6, as PureJaxRL's dpo_continuous_action.py runs DPO on its PPO's"
-                                              if all(map(_at_preset, records)) else
-                                              "each row's, in its record (not every one its preset's own)")
-             + "; no objective is tuned on its own, so settings made for PPO may favour it. A run on the same CPU (family, model and SIMD extension, in the manifest) "
-             "reproduces these numbers exactly; on another, float rounding moves the per-seed values.", "",
+             f"seeds and hyperparameters: {settings}; no objective is tuned on its own, so settings made for PPO may "
+             "favour it. A run on the same CPU (family, model and SIMD extension, in the manifest) reproduces these "
+             "numbers exactly; on another, float rounding moves the per-seed values.", "",
              "| env | budget (env steps/seed) | seeds | " + " | ".join(objectives) + " |",
              "|---|---|---|" + "---|" * len(objectives)]
     for r in records:

@@ -181,9 +181,9 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
         return origin | {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                          "wall_s": round(time.perf_counter() - tick, 1)}
 
-    design = tune_runs and {"grid": list(tuning.GRID), "runs": tune_runs, "es_seeds": evolution_seeds,
-                            "total_timesteps": budget}
-    tuned = kept_tuning(previous_tuning, design or None, stages)
+    design = ({"grid": list(tuning.GRID), "runs": tune_runs, "es_seeds": evolution_seeds, "total_timesteps": budget}
+              if tune_runs else None)
+    tuned = kept_tuning(previous_tuning, design, stages)
     if tune_runs and tuned is None:
         tuned = tuned_l2(evolutions, config, tune_runs) | {"es_seeds": evolution_seeds, "measured": stamp()}
     if not same_tuned_l2(previous_tuning, tuned):
