@@ -73,6 +73,21 @@ def test_bf16_matmuls_keep_float32_weights_and_learn():
     assert np.all(np.isfinite(out.metrics["value_loss"]))
 
 
+@pytest.mark.parametrize("recurrent", [False, True], ids=["samples", "sequences"])
+def test_gathered_minibatches_are_the_shuffled_ones(recurrent, hp):
+    """`minibatch_gather` reads each minibatch from the batch by index: the same samples as the shuffled copy's
+    slices, so the same learning (to float rounding: another program)."""
+    from purerl.algos import registry
+
+    config = TINY.replace(env="MemoryChain-bsuite", hidden_sizes=(16,)) if recurrent else TINY
+    build = lambda c: registry.build("ppo", c, network="gru" if recurrent else "mlp")  # noqa: E731
+    key = jax.random.PRNGKey(5)
+    shuffled = jax.jit(build(config))(key, hp)
+    gathered = jax.jit(build(config.replace(minibatch_gather=True)))(key, hp)
+    for name, values in shuffled.metrics.items():
+        np.testing.assert_allclose(gathered.metrics[name], values, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
 def test_rollout_unrolling_changes_nothing_but_the_program(tiny_jit, hp):
     key = jax.random.PRNGKey(3)
     unrolled = jax.jit(make_train(TINY.replace(rollout_unroll=2)))(key, hp)
@@ -94,6 +109,20 @@ def test_fused_kernel_lowers_to_triton_for_a_gpu(shape):
         text = jax.jit(jax.vmap(lambda k: train(k, HyperParams()))).trace(keys).lower(
             lowering_platforms=("cuda",)).as_text()
     assert "ppo_update" in text and "__gpu$xla.gpu.triton" in text
+
+
+def test_the_fused_kernel_is_interpreted_only_where_it_is_lowered_for_a_cpu():
+    """The same train function: Triton in a program lowered for a GPU from this CPU-only machine, the interpreter
+    (plain XLA ops, no custom call) in the CPU's."""
+    train = make_train(PPOConfig(**CARTPOLE, update_kernel="fused"))
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    program = jax.jit(jax.vmap(lambda k: train(k, HyperParams())))
+    h200 = jax.sharding.AbstractDevice(device_kind="NVIDIA H200", num_cores=None, platform="cuda")
+    with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh(
+            (1,), ("gpu",), axis_types=(jax.sharding.AxisType.Auto,), abstract_device=h200)):
+        gpu = program.trace(keys).lower(lowering_platforms=("cuda",)).as_text()
+    cpu = program.trace(keys).lower().as_text()
+    assert "__gpu$xla.gpu.triton" in gpu and "__gpu$xla.gpu.triton" not in cpu
 
 
 @pytest.mark.parametrize("case", ["gru", "continuous", "objective", "minibatch", "dtype", "kernel", "unroll"])
@@ -123,6 +152,8 @@ def test_levers_at_their_defaults_are_not_recorded():
 @pytest.mark.parametrize("argv", [["train", "--update-kernel", "fused", "--env", "Pendulum-v1"],
                                   ["train", "--matmul-dtype", "float16"], ["train", "--rollout-unroll", "0"],
                                   ["bench", "--task", "gpu-levers", "--seeds", "8"],
+                                  ["bench", "--task", "gpu-proxy", "--seeds", "8"],
+                                  ["bench", "--task", "gpu-proxy", "--cores", "1"],
                                   pytest.param(["bench", "--task", "gpu-levers"], marks=pytest.mark.skipif(
                                       jax.default_backend() == "gpu", reason="refused only without a GPU"))])
 def test_cli_lever_errors_are_one_line_and_exit_2(argv, tmp_path, capsys):

@@ -91,6 +91,9 @@ def _from_env_id(env_id, env, objective, value_loss, observe, network, algo, pre
              for role, (hook, table, default) in hooks.items()}
     if algo != "ppo" and (names["objective"] != "ppo" or names["value_loss"] != "clipped_l2"):
         raise ConfigError(f"objective and value_loss are PPO's hooks; algo '{algo}' has neither")
+    custom = [role for role, (hook, table, _) in hooks.items() if not isinstance(hook, str) and not _lookup(hook, table)]
+    if custom and algo == "ppo" and "update_kernel" not in settings:  # a Python hook is not the named one the
+        settings = {**settings, "update_kernel": "xla"}  # GPU default's fused kernel would compute: keep XLA's step
     spec = make_spec(env_id, algo, preset, settings, network=network or "mlp", **names)
     spec.validate()  # the names: env, preset, settings, objective (and its meta-parameters' file)
     meta_params = spec.meta_params()

@@ -57,7 +57,8 @@ def seed_range(first: int, count: int, name: str = "--seeds") -> list[int]:
 
 MATMUL_DTYPES = ("float32", "bfloat16")
 UPDATE_KERNELS = ("xla", "fused")
-LEVERS = {"matmul_dtype": "float32", "update_kernel": "xla", "rollout_unroll": 1}  # PPOConfig's GPU levers
+LEVERS = {"matmul_dtype": "float32", "update_kernel": "xla", "rollout_unroll": 1,  # PPOConfig's GPU levers
+          "minibatch_gather": False}
 
 
 def recorded(config) -> dict:
@@ -203,10 +204,12 @@ class PPOConfig(RolloutShape):
     cpu_group: int = 8
     # Levers for a GPU (`purerl bench --task gpu-levers` measures each, bench/levers.py): "bfloat16" runs the
     # networks' matmuls in bf16 with float32 weights and Adam state; "fused" runs each minibatch gradient step
-    # as one Pallas kernel per agent (kernels/ppo_update.py); rollout_unroll unrolls the rollout loop that many steps
+    # as one Pallas kernel per agent (kernels/ppo_update.py); rollout_unroll unrolls the rollout loop that many
+    # steps; minibatch_gather gathers each minibatch from the batch by index instead of shuffling a copy of it
     matmul_dtype: str = "float32"
     update_kernel: str = "xla"
     rollout_unroll: int = 1
+    minibatch_gather: bool = False
 
     @property
     def minibatch_size(self) -> int:

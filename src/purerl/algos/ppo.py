@@ -170,7 +170,7 @@ class PPO(loop.MinibatchEpochs):
         carries, _, values = self.network.apply(params, carry, trajectory.obs, trajectory.reset, method="unroll")
         next_values = self.network.apply(params, carries, trajectory.bootstrap_obs, method="bootstrap_value")
         advantages = gae(trajectory.reward, values, next_values, trajectory.terminated, trajectory.done, hp.gamma,
-                         hp.gae_lambda)
+                         hp.gae_lambda, unroll=self.config.rollout_unroll)
         return values, advantages, advantages + values
 
     # ---------------------------------------------------------------- update
@@ -213,6 +213,11 @@ class PPO(loop.MinibatchEpochs):
         def minibatch_step(packed, minibatch):
             return rule.step(packed, minibatch, hp, meta_params)
 
+        def take(indices, axis_of):
+            """The batch's samples at `indices` (along `sample_axis`; the memory `carry` along its sequences)."""
+            samples = jax.tree.map(lambda x: jnp.take(x, indices, axis=axis_of), batch._replace(carry=None))
+            return samples._replace(carry=jax.tree.map(lambda x: jnp.take(x, indices, axis=0), batch.carry))
+
         def minibatches(key):
             """The batch shuffled along `sample_axis` and cut into num_minibatches, minibatch axis first."""
             if cfg.num_minibatches == 1:  # the full batch: its order cannot change the loss, and the shuffle's
@@ -230,7 +235,13 @@ class PPO(loop.MinibatchEpochs):
         def epoch(carry, _):
             packed, key = carry
             key, shuffle_key = jax.random.split(key)
-            packed, stats = jax.lax.scan(minibatch_step, packed, minibatches(shuffle_key))
+            if cfg.minibatch_gather and cfg.num_minibatches > 1:  # the same minibatches, each read from the batch
+                # where it lies: one pass over the data an epoch instead of a shuffled copy and then its slices
+                order = random_permutation(shuffle_key, batch.obs.shape[sample_axis]).reshape(cfg.num_minibatches, -1)
+                step = lambda packed, indices: minibatch_step(packed, take(indices, sample_axis))  # noqa: E731
+                packed, stats = jax.lax.scan(step, packed, order)
+            else:
+                packed, stats = jax.lax.scan(minibatch_step, packed, minibatches(shuffle_key))
             return (packed, key), stats
 
         carry = (rule.pack(state.params, state.opt_state), state.key)
@@ -283,12 +294,13 @@ class PPO(loop.MinibatchEpochs):
         return carry, pi.mode() if key is None else pi.sample(key)
 
 
-def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> jax.Array:
+def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda, unroll: int = 1) -> jax.Array:
     """GAE(lambda) over a time-major rollout [T, ...].
 
     `next_values[t]` is the value of the state reached at step t (before any
     reset); it is dropped where the episode terminated. Any ended episode,
-    terminated or truncated, stops the recursion.
+    terminated or truncated, stops the recursion. `unroll` steps per loop
+    iteration, as the rollout's (the same numbers; on a GPU, fewer launches).
     """
     not_terminated = 1.0 - terminated.astype(jnp.float32)
     deltas = rewards + gamma * next_values * not_terminated - values
@@ -299,7 +311,8 @@ def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda) -> ja
         advantage = delta + cont * next_advantage
         return advantage, advantage
 
-    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, continues), reverse=True)
+    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, continues), reverse=True,
+                                 unroll=unroll)
     return advantages
 
 

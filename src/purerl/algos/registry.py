@@ -23,6 +23,8 @@ NETWORKS = ("mlp", "gru")
 _WIDTHS = dict(cpu=(1, 8, 64), gpu=(1, 32, 256, 2048))  # `purerl bench`'s agents per run, per --preset
 _FEW_WIDTHS = dict(cpu=(1, 8), gpu=(1, 32, 256))  # for tasks whose runs take minutes each
 LR_RANGE = (1e-5, 1e-2)  # every preset's learning rates lie well inside it
+# PPO's defaults on a GPU (`_ppo_on_gpu`): each cut the GPU proxy's modelled time at every width it compares
+GPU_LEVERS = {"update_kernel": "fused", "rollout_unroll": 8, "minibatch_gather": True}
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ class Algorithm:
     # overrides, widths: the agents per run for each --preset (cpu, gpu), discrete=False for a continuous env, and
     # in_all=False for a task too slow for --task all)
     bench_tasks: dict[str, dict] = field(default_factory=dict)
+    # (config, env, network, objective, value_loss) -> the settings it takes where JAX runs on a GPU and the user
+    # named none (`trainspec.make_spec`); a CPU's programs never change
+    gpu_defaults: Callable | None = None
 
 
 def _ppo(config, network, objective, value_loss):
@@ -56,6 +61,23 @@ def _ppo(config, network, objective, value_loss):
     env = envs.make(config.env)
     memory = GRUActorCritic(env.action_space, config.hidden_sizes[0]) if network == "gru" else None
     return PPO(config, env=env, objective=objective, value_loss=value_loss, network=memory)
+
+
+def _ppo_on_gpu(config, env, network: str, objective: str, value_loss: str) -> dict:
+    """PPO's settings where JAX runs on a GPU and the user named none: the levers the GPU proxy models as faster
+    at every width it compares (docs/benchmarks.md, "GPU proxy"). The fused gradient step only where it computes
+    the run's own network, losses and shapes; elsewhere XLA's step, unrolled."""
+    from purerl.kernels.ppo_update import check_shapes
+
+    levers = dict(GPU_LEVERS)
+    fused = network == "mlp" and env.action_space.discrete and objective == "ppo" and value_loss == "clipped_l2"
+    try:
+        check_shapes(env.observation_shape, config.minibatch_size)
+    except ConfigError:
+        fused = False
+    if not fused:
+        levers.pop("update_kernel")
+    return levers
 
 
 def _plain(train_class):
@@ -72,7 +94,8 @@ ALGORITHMS = {
                      bench_tasks={"cartpole": dict(env="CartPole-v1", preset="classic", overrides={}, widths=_WIDTHS),
                                   "minatar": dict(env="Breakout-MinAtar", preset="minatar",
                                                   overrides=dict(total_timesteps=1_048_576),
-                                                  widths=dict(cpu=(1, 8), gpu=(1, 16, 256)))}),
+                                                  widths=dict(cpu=(1, 8), gpu=(1, 16, 256)))},
+                     gpu_defaults=_ppo_on_gpu),
     "dqn": Algorithm("dqn", "DQN", dqn.DQNConfig, dqn.DQNHyperParams, dqn.PRESETS, dqn.default_preset, ("mlp",),
                      (), _plain(dqn.DQN), replay.check_fits, pbt_explore=(("lr", *LR_RANGE),),
                      bench_tasks={"dqn": dict(env="CartPole-v1", preset="classic", overrides={}, widths=_WIDTHS)}),
@@ -111,7 +134,8 @@ DESCRIPTIONS = {
     "cpu_group": "members one CPU device trains at a time (0: all at once; a GPU ignores it)",
     "matmul_dtype": "the networks' matmul dtype: float32, or bfloat16 with float32 weights and Adam state",
     "update_kernel": "the minibatch gradient step: xla, or fused (one Pallas kernel per agent; for a GPU)",
-    "rollout_unroll": "rollout steps unrolled per loop iteration (a GPU lever)",
+    "rollout_unroll": "steps the rollout's and GAE's loops unroll per iteration (a GPU lever)",
+    "minibatch_gather": "gather each minibatch from the batch by index, not from a shuffled copy (a GPU lever)",
     "buffer_size": "replay buffer capacity, in transitions",
     "buffer_batch_size": "transitions per gradient step",
     "learning_starts": "env steps, over all envs, before learning starts",

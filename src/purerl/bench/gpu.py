@@ -30,7 +30,8 @@ PUREJAXRL_A100_S = 98.0  # PureJaxRL's published figure for 2048 CartPole agents
 
 
 def is_gpu(record: dict) -> bool:
-    return bool(record.get("machine", {}).get("gpu"))
+    """A record measured on a GPU (the GPU proxy runs nothing on one, wherever it compiled)."""
+    return bool(record.get("machine", {}).get("gpu")) and record["task"] != "gpu-proxy"
 
 
 def merge(old: list[dict], new: list[dict]) -> list[dict]:

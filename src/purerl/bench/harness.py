@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from purerl.runtime import hostinfo
-from purerl.bench import gpu_info
+from purerl.runtime import gpu_info
 from purerl.bench import peers as peer_runner
 from purerl.runtime.compile_cache import cache_root
 

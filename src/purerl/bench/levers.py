@@ -32,6 +32,8 @@ VARIANTS = {  # name -> config overrides
     "fused": {"update_kernel": "fused"},
     "fused+bf16": {"update_kernel": "fused", "matmul_dtype": "bfloat16"},
     "unroll8": {"rollout_unroll": 8},
+    "gather": {"minibatch_gather": True},
+    "on-a-gpu": {"update_kernel": "fused", "rollout_unroll": 8, "minibatch_gather": True},  # registry.GPU_LEVERS
 }
 XLA_OPTIONS = {  # name -> XLA_FLAGS, each measured on the plain variant in a process of its own
     "command-buffers-off": "--xla_gpu_enable_command_buffer=",

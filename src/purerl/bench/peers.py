@@ -54,7 +54,9 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("PURERL_CACHE_DIR") or Path.home() / ".cache" / "purerl").expanduser()
 
 
-def _peer(name: str) -> Peer:
+def _peer(name: str | Peer) -> Peer:
+    if isinstance(name, Peer):  # a venv of its own that is not a timed peer (the GPU proxy's compiler)
+        return name
     if name not in PEERS:
         raise ValueError(f"unknown peer '{name}'; choose from {', '.join(PEERS)}")
     return PEERS[name]
@@ -107,7 +109,7 @@ def _lock(path: Path):
 
 
 def ensure_venv(
-    name: str, cache_dir: str | Path | None = None, *, install_timeout_s: float = INSTALL_TIMEOUT_S
+    name: str | Peer, cache_dir: str | Path | None = None, *, install_timeout_s: float = INSTALL_TIMEOUT_S
 ) -> Path:
     """The peer's venv at `<cache_dir>/peers/<name>/venv`, created and installed if needed.
 
@@ -117,6 +119,7 @@ def ensure_venv(
     `python3 -m venv` or pip fails; the full output is in `<cache_dir>/peers/<name>/install.log`.
     """
     peer = _peer(name)
+    name = peer.name
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     home = root / "peers" / name
     venv = home / "venv"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from purerl.bench import proxy_report
 from purerl.run import files
 
 
@@ -62,6 +63,8 @@ def write_report(records: list[dict], out_md: Path, rendered: dict | None = None
             lines += _devices_section(record)
         if "evolve" in record:
             lines += _evolve_section(record)
+        if record["task"] == "gpu-proxy":
+            lines += proxy_report.section(record)
     files.write_atomic(out_md, "\n".join(lines))
     return out_md
 

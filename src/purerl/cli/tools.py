@@ -21,12 +21,14 @@ def add_bench(sub) -> None:
 
     bench = sub.add_parser("bench", help="speed: purerl vs peers, side by side; writes docs/benchmarks.md")
     tasks = registry.bench_tasks()
-    bench.add_argument("--task", choices=[*tasks, "all", "evolve", "gpu-levers"], default="cartpole",
+    bench.add_argument("--task", choices=[*tasks, "all", "evolve", "gpu-levers", "gpu-proxy"], default="cartpole",
                        help="; ".join(f"{name}: {registry.get(spec['algo']).title} on {spec['env']}"
                                       + ("" if spec.get("in_all", True) else " (not in all: hours on 2 cores)")
                                       for name, spec in tasks.items())
                        + "; evolve: meta-evolution throughput (value-loss study; --preset cpu, or gpu for paper); "
-                       "gpu-levers: on a GPU, PPO's levers beside PureJaxRL in about 6 minutes (bench/levers.py)")
+                       "gpu-levers: on a GPU, PPO's levers beside PureJaxRL in about 6 minutes (bench/levers.py); "
+                       "gpu-proxy: on any machine, purerl's and PureJaxRL's programs compiled for an H100, their "
+                       "kernels counted and their H100 time modelled (bench/gpu_proxy.py, in a venv of its own)")
     bench.add_argument("--preset", choices=["cpu", "gpu"], default="cpu", help="widths per task (gpu: up to 2048)")
     bench.add_argument("--seeds", help="comma-separated widths, overriding the preset (e.g. 1,8,64)")
     bench.add_argument("--repeats", type=integer, default=3,
@@ -88,7 +90,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.render:
         return _render_bench(args.out, args.argv)
     every = [name for name, spec in registry.bench_tasks().items() if spec.get("in_all", True)]
-    tasks = {"all": every, "evolve": [], "gpu-levers": []}.get(args.task, [args.task])
+    tasks = {"all": every, "evolve": [], "gpu-levers": [], "gpu-proxy": []}.get(args.task, [args.task])
     names = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
     if args.purejaxrl is not None:
         if not (args.purejaxrl / "purejaxrl" / "ppo.py").is_file():
@@ -106,14 +108,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     too_wide = [w for w in custom or () if w > MAX_MEMBERS]
     if too_wide:
         raise ConfigError(f"--seeds must be at most {MAX_MEMBERS:,} agents a width, got {too_wide[0]:,}")
-    fixed = {"evolve": "its preset fixes the population and budget", "gpu-levers": "bench/levers.py fixes its sizes"}
+    fixed = {"evolve": "its preset fixes the population and budget", "gpu-levers": "bench/levers.py fixes its sizes",
+             "gpu-proxy": "bench/gpu_proxy.py fixes its programs"}
     if args.task in fixed:
         ignored = [flag for flag, value in (("--seeds", args.seeds), ("--devices", args.devices),
                                              ("--total-timesteps", args.total_timesteps)) if value is not None]
         if ignored:
             raise ConfigError(f"{ignored[0]} does not apply to --task {args.task} ({fixed[args.task]})")
-    if args.task == "gpu-levers" and args.cores is not None:
-        raise ConfigError("--cores does not apply to --task gpu-levers (bench/levers.py fixes its sizes)")
+    if args.task in fixed and args.task != "evolve" and args.cores is not None:
+        raise ConfigError(f"--cores does not apply to --task {args.task} ({fixed[args.task]})")
     if args.task == "gpu-levers" and harness.gpu_count() == 0:
         raise ConfigError("--task gpu-levers measures GPU levers: this machine has no GPU")
     cores = sorted(os.sched_getaffinity(0))
@@ -127,7 +130,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         os.sched_setaffinity(0, cores[:args.cores])
     if "purejaxrl" in names and args.purejaxrl is None:
         print(f"purejaxrl peer {harness.PUREJAXRL_SKIPPED}", file=sys.stderr)
-    records = []
+    records, records_path = [], args.out.parent / "benchmarks" / "records.json"
+    if args.task == "gpu-proxy":
+        from purerl.bench import gpu_proxy
+
+        python = peers.ensure_venv(gpu_proxy.venv_spec()) / "bin" / "python"
+        measured = json.loads(records_path.read_text()) if records_path.exists() else []
+        records.append(gpu_proxy.run(measured, args.purejaxrl, str(python)))
     if args.task == "evolve":
         records.append(harness.bench_evolve(args.preset, args.repeats))
     if args.task == "gpu-levers":
@@ -150,7 +159,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         record["commit"] = measured
         if args.cores is not None:
             record["cores"] = args.cores
-    records_path = args.out.parent / "benchmarks" / "records.json"
     if records_path.exists():  # keep the other kinds of measurement already in the report
         records = gpu.merge(json.loads(records_path.read_text()), records)
     report = gpu.write_report(records, args.out)

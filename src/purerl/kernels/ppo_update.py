@@ -30,6 +30,8 @@ from purerl.config import ConfigError
 
 B1, B2 = 0.9, 0.999  # optax.adam's moment decays
 CHUNK = 128  # samples per pass through the networks inside the kernel: registers, not device memory
+CHUNK_VALUES = CHUNK * 64  # at most this many observation values a pass: wider observations take fewer samples,
+# or the pass's operands outgrow a GPU core's shared memory (MinAtar's 400 values, padded to 512: 16 samples)
 NEG = -1e30  # logit of a padded action: probability 0, and 0 * NEG stays finite in the entropy
 
 
@@ -70,7 +72,7 @@ class FusedUpdate:
         self.normalize_advantages = normalize_advantages
         self.adam_eps = adam_eps
         self.dtype = dtype  # the matmuls' operand dtype (None: float32); accumulation is float32
-        self.interpret = jax.default_backend() == "cpu"
+        self.interpret = None  # None: by the platform the program is lowered for (interpret mode on a CPU only)
 
     # ------------------------------------------------------------ layout
     def pack(self, params, opt_state) -> Packed:
@@ -128,13 +130,23 @@ class FusedUpdate:
         # own program reads back (the L2 cache holds it), then dropped; five loss statistics, padded to 8
         out_shape = [*shapes, *shapes[:n], jax.ShapeDtypeStruct((8,), jnp.float32)]
         first = 1 + len(data)
-        kernel = functools.partial(_kernel, num_layers=self.num_layers, activation=self.activation,
-                                   num_actions=self.num_actions, samples=data[0].shape[0],
-                                   barrier=not self.interpret, dtype=self.dtype)
-        out = pl.pallas_call(kernel, out_shape=out_shape, interpret=self.interpret,
-                             input_output_aliases={first + i: i for i in range(3 * n)},
-                             compiler_params=_compiler_params(self.interpret), name="ppo_update")(
-            scalars, *data, *leaves)
+
+        def call(interpret: bool, *args):
+            kernel = functools.partial(_kernel, num_layers=self.num_layers, activation=self.activation,
+                                       num_actions=self.num_actions, samples=data[0].shape[0],
+                                       chunk=min(CHUNK, max(16, CHUNK_VALUES // self.obs_pad)),
+                                       barrier=not interpret, dtype=self.dtype)
+            return tuple(pl.pallas_call(kernel, out_shape=out_shape, interpret=interpret,
+                                        input_output_aliases={first + i: i for i in range(3 * n)},
+                                        compiler_params=_compiler_params(interpret), name="ppo_update")(*args))
+
+        args = (scalars, *data, *leaves)
+        if self.interpret is None:  # decided when lowering, for the platform lowered for: not the default backend,
+            # which is the CPU when a GPU program is compiled on a machine without one (bench/gpu_proxy.py)
+            out = jax.lax.platform_dependent(*args, cpu=functools.partial(call, True),
+                                             default=functools.partial(call, False))
+        else:
+            out = call(self.interpret, *args)
         return list(out[:n]), list(out[n:2 * n]), list(out[2 * n:3 * n]), out[-1]
 
 
@@ -153,13 +165,13 @@ def _pad(x: jax.Array) -> jax.Array:
 
 # ------------------------------------------------------------------ the kernel
 def _kernel(scalar_ref, obs_ref, action_ref, log_prob_ref, value_ref, advantage_ref, target_ref, *refs,
-            num_layers: int, activation: str, num_actions: int, samples: int, barrier: bool, dtype):
+            num_layers: int, activation: str, num_actions: int, samples: int, chunk: int, barrier: bool, dtype):
     n = 4 * num_layers  # (kernel, bias) x layers x 2 networks
     p_in, m_in, v_in = refs[:n], refs[n:2 * n], refs[2 * n:3 * n]
     p_out, m_out, v_out, grad_ref, stats_ref = refs[3 * n:4 * n], refs[4 * n:5 * n], refs[5 * n:6 * n], \
         refs[6 * n:7 * n], refs[7 * n]
     lr, bias1, bias2, clip_eps, vf_coef, ent_coef, max_norm, eps = (scalar_ref[i] for i in range(8))
-    chunk = min(CHUNK, samples)
+    chunk = min(chunk, samples)
     actor, critic = p_in[:2 * num_layers], p_in[2 * num_layers:]
     act = jnp.tanh if activation == "tanh" else (lambda z: jnp.maximum(z, 0.0))
     # the activations' derivatives from their outputs, so that no pre-activation stays live until the backward pass

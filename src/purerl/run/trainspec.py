@@ -19,6 +19,7 @@ from purerl.config import ConfigError, HyperParams, PPOConfig, apply_preset
 from purerl.run import records
 from purerl.run.pbt_config import PBTConfig
 from purerl.run.population import Members, make_members
+from purerl.runtime import backend
 
 
 @dataclass
@@ -179,6 +180,9 @@ def make_spec(env: str, algo: str = "ppo", preset: str | None = None, settings: 
     if isinstance(changes.get("hidden_sizes"), list):
         changes["hidden_sizes"] = tuple(changes["hidden_sizes"])
     config = config.replace(**changes)
+    if algorithm.gpu_defaults is not None and backend.will_use_gpu():  # the user's settings still win
+        on_gpu = algorithm.gpu_defaults(config, envs.make(env), network, objective, value_loss)
+        config = config.replace(**{name: value for name, value in on_gpu.items() if name not in settings})
     grid = {}
     for name in algorithm.hyperparams._fields:
         if name not in settings:

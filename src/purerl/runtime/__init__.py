@@ -1,1 +1,2 @@
-"""The runtime: one JAX device per CPU core, the persistent compile cache, and the machine facts results record."""
+"""The runtime: one JAX device per CPU core, the persistent compile cache, the machine facts results record, and
+whether JAX will run on a GPU (known before a backend starts)."""
