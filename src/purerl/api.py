@@ -10,6 +10,7 @@ CLI calls).
 from __future__ import annotations
 
 import hashlib
+import math
 import numbers
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -20,7 +21,8 @@ import numpy as np
 
 from purerl.algos import registry
 from purerl.algos.objectives import POLICY_OBJECTIVES, VALUE_LOSSES, clipped_l2, ppo_clip
-from purerl.config import ConfigError, seed_range
+from purerl.checks import as_float, check_count, is_number, shown
+from purerl.config import MAX_INT32, ConfigError, seed_range
 
 NAMED_VALUE_LOSSES = {name: loss for name, loss in VALUE_LOSSES.items() if name != "learned"}  # as the CLI's
 
@@ -124,6 +126,7 @@ def train(train, out: str | Path, *, seeds: int | Sequence[int] = 1, grid: dict[
     from purerl.run import experiment
     from purerl.run.trainspec import check_types
 
+    _check_session(chunk_updates, checkpoint_every_s)
     base = train.spec if isinstance(train, Train) else None
     algorithm = train.algorithm if isinstance(train, Train) else train
     if not all(hasattr(algorithm, name) for name in ("config", "init", "run", "env")):
@@ -151,6 +154,15 @@ def train(train, out: str | Path, *, seeds: int | Sequence[int] = 1, grid: dict[
     return experiment.run(spec, Path(out), resume=resume, overwrite=overwrite, progress=progress,
                           chunk_updates=chunk_updates, checkpoint_every_s=checkpoint_every_s,
                           log=list(log), train=algorithm, meta_params=meta_params)
+
+
+def _check_session(chunk_updates, checkpoint_every_s) -> None:
+    """The run's own arguments, before anything is compiled or written: a chunk of -5 updates would never end
+    the run, and one of 2.5 would fail only once the program is compiled and the run directory written."""
+    if chunk_updates is not None:
+        check_count("chunk_updates", chunk_updates, MAX_INT32)
+    if not (is_number(checkpoint_every_s) and math.isfinite(as_float(checkpoint_every_s)) and checkpoint_every_s > 0):
+        raise ConfigError(f"checkpoint_every_s must be a positive number of seconds, got {shown(checkpoint_every_s)}")
 
 
 def _number(value):

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from purerl.checks import ConfigError, check_bounds, check_choice, check_counts, check_field_types
+
 
 MAX_INT32 = 2**31 - 1  # loop counters and array sizes inside one XLA program
 MAX_DIMENSION = 2**24  # no env count, rollout length or layer width beyond this is a real setting
@@ -21,26 +23,11 @@ MAX_MEMBERS = 2**20  # seeds x grid settings in one population: far beyond what 
 MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
 
 
-class ConfigError(ValueError):
-    """Bad user input, reported as one line before anything is compiled or written."""
-
-
 # Bounds of a traced hyperparameter: (low, high, text), the value must lie in (low, high].
 POSITIVE = (0.0, np.inf, "> 0")
 NON_NEGATIVE = (np.nextafter(0.0, -1.0), np.inf, ">= 0")  # the largest negative float is excluded, 0 is not
 UNIT = (np.nextafter(0.0, -1.0), 1.0, "in [0, 1]")  # a probability or lambda
 DISCOUNT = (0.0, 1.0, "in (0, 1]")
-
-
-def check_counts(obj, limits: dict[str, int]) -> None:
-    """Each named field is an integer in [1, its limit] (a size or a count the program loops over);
-    else one ConfigError line naming its flag."""
-    for name, limit in limits.items():
-        value, flag = getattr(obj, name), name.replace("_", "-")
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ConfigError(f"{flag} must be a positive integer, got {value}")
-        if value > limit:
-            raise ConfigError(f"{flag} must be at most {limit:,}, got {value:,}")
 
 
 def seed_range(first: int, count: int, name: str = "--seeds") -> list[int]:
@@ -65,20 +52,6 @@ def recorded(config) -> dict:
     """A config as a run records it: its fields, less the GPU levers left at their defaults, so that a record
     made before the levers existed still matches (a lever in use is recorded, and changes the program)."""
     return {k: v for k, v in dataclasses.asdict(config).items() if not (k in LEVERS and LEVERS[k] == v)}
-
-
-def check_choice(obj, name: str, choices: tuple[str, ...]) -> None:
-    value = getattr(obj, name)
-    if value not in choices:
-        raise ConfigError(f"{name.replace('_', '-')} must be one of {', '.join(choices)}, got {value!r}")
-
-
-def check_bounds(hp, bounds: dict[str, tuple[float, float, str]]) -> None:
-    """Every value (scalars or grids) of each named field within its bounds; else one ConfigError line."""
-    for name, (low, high, text) in bounds.items():
-        for value in np.ravel(np.asarray(getattr(hp, name), dtype=float)).tolist():
-            if not low < value <= high:
-                raise ConfigError(f"{name} must be {text}, got {value:g}")
 
 
 def validate_concrete(hp) -> None:
@@ -163,10 +136,12 @@ class RolloutShape:
 
         `step_counts` are positive integers up to MAX_INT32 (loop counters), `dimensions` also
         size arrays and stop at MAX_DIMENSION; the updates and their batch fit one program's
-        int32 indexing; `hidden_sizes` and `activation` describe a network.
+        int32 indexing; `hidden_sizes` and `activation` describe a network. First, every field holds its
+        declared type (`check_field_types`): a record or a Python call may hold anything.
         """
         from purerl.nets.layers import ACTIVATIONS
 
+        check_field_types(self)
         check_counts(self, dict.fromkeys(step_counts, MAX_INT32) | dict.fromkeys(dimensions, MAX_DIMENSION))
         if self.batch_size > MAX_INT32 or self.num_updates > MAX_INT32:
             raise ConfigError(f"{self.total_timesteps:,} steps in batches of {self.batch_size:,} exceed what one "

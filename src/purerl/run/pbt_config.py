@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from purerl.checks import fits_float32, is_number, shown
 from purerl.config import MAX_MEMBERS, ConfigError
 
 INITS = ("sample", "given")
@@ -71,44 +72,55 @@ class PBTConfig:
 
     def validate(self, hp, config, num_members: int) -> None:
         """Refuse settings that cannot run, or would run without ever exploiting, for this algorithm's
-        hyperparameters `hp` (their given values), its static `config` and a population of `num_members`."""
-        interval = self.interval
-        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
-            raise ConfigError(f"pbt-interval must be a positive integer, got {interval}")
-        if isinstance(self.fraction, (int, float)) and self.fraction == 0:
+        hyperparameters `hp` (their given values), its static `config` and a population of `num_members`.
+        Every setting is checked whatever the fraction: random search ignores some, but the record keeps them."""
+        self._check_settings()
+        if self.search:
             if self.init != "sample":
                 raise ConfigError("pbt-fraction 0 is random search, which samples every member's values: it needs "
                                   "pbt-init sample (with pbt-init given every member would train the same values)")
-            self._check_explore(hp, config)
-            return
-        if interval >= config.num_updates:
-            raise ConfigError(f"pbt-interval={interval} leaves no PBT round in a run of {config.num_updates} "
-                              f"updates; it must be below the number of updates")
-        if not (isinstance(self.fraction, (int, float)) and 0 < self.fraction <= 0.5):
+        else:
+            self._check_rounds(config, num_members)
+        self._check_explore(hp, config)
+
+    def _check_settings(self) -> None:
+        """Each setting of its type and within its range, on its own."""
+        interval = self.interval
+        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
+            raise ConfigError(f"pbt-interval must be a positive integer, got {shown(interval)}")
+        if not (is_number(self.fraction) and (self.fraction == 0 or 0 < self.fraction <= 0.5)):
             raise ConfigError(f"pbt-fraction must be in (0, 0.5] (the bottom and top fractions may not overlap), "
-                              f"or 0 for random search, got {self.fraction}")
+                              f"or 0 for random search, got {shown(self.fraction)}")
+        if not (is_number(self.perturb) and fits_float32(self.perturb) and self.perturb > 1):
+            raise ConfigError(f"pbt-perturb must be a finite factor > 1, got {shown(self.perturb)}")
+        if not (is_number(self.resample) and 0 <= self.resample <= 1):
+            raise ConfigError(f"pbt-resample must be a probability in [0, 1], got {shown(self.resample)}")
+        window = self.window
+        if not isinstance(window, int) or isinstance(window, bool) or not 0 <= window <= interval:
+            raise ConfigError(f"pbt-window must be an integer in [0, pbt-interval={interval}] (0: the whole "
+                              f"interval), got {shown(window)}")
+        if self.init not in INITS:
+            raise ConfigError(f"pbt-init must be one of {', '.join(INITS)}, got {shown(self.init)}")
+
+    def _check_rounds(self, config, num_members: int) -> None:
+        """PBT proper (not random search) runs at least one round, and each round replaces a member."""
+        if self.interval >= config.num_updates:
+            raise ConfigError(f"pbt-interval={self.interval} leaves no PBT round in a run of {config.num_updates} "
+                              f"updates; it must be below the number of updates")
         if int(self.fraction * num_members) < 1:
             needed = 1 / self.fraction
             least = f"at least {max(2, math.ceil(needed - 1e-9)):,}" if needed <= MAX_MEMBERS else "more"
             raise ConfigError(f"a population of {num_members} with pbt-fraction={self.fraction:g} replaces no member: "
                               f"it needs {least} members (--seeds)")
-        if not (isinstance(self.perturb, (int, float)) and math.isfinite(self.perturb) and self.perturb > 1):
-            raise ConfigError(f"pbt-perturb must be a finite factor > 1, got {self.perturb}")
-        if not (isinstance(self.resample, (int, float)) and 0 <= self.resample <= 1):
-            raise ConfigError(f"pbt-resample must be a probability in [0, 1], got {self.resample}")
-        window = self.window
-        if not isinstance(window, int) or isinstance(window, bool) or not 0 <= window <= interval:
-            raise ConfigError(f"pbt-window must be an integer in [0, pbt-interval={interval}] (0: the whole "
-                              f"interval), got {window}")
-        if self.init not in INITS:
-            raise ConfigError(f"pbt-init must be one of {', '.join(INITS)}, got '{self.init}'")
-        self._check_explore(hp, config)
 
     def _check_explore(self, hp, config) -> None:
         if not self.explore:
             raise ConfigError("pbt-explore names no hyperparameter to explore (NAME=LOW:HIGH,...)")
         names = [b.name for b in self.explore]
         for bound in self.explore:
+            if not all(is_number(end) and fits_float32(end) for end in (bound.low, bound.high)):
+                raise ConfigError(f"pbt-explore {bound.name}: the range needs finite numbers LOW < HIGH (in float32), "
+                                  f"got {shown(bound.low)}:{shown(bound.high)}")
             text = f"pbt-explore {bound.name}={bound.low:g}:{bound.high:g}"
             if bound.name in getattr(config, "__dataclass_fields__", {}):
                 raise ConfigError(f"{bound.name} is a static config field (it fixes the program) and cannot be "
@@ -118,7 +130,7 @@ class PBTConfig:
             if names.count(bound.name) > 1:
                 raise ConfigError(f"pbt-explore names {bound.name} twice")
             low, high = np.float32(bound.low), np.float32(bound.high)
-            if not (np.isfinite(low) and np.isfinite(high) and low < high):
+            if not low < high:
                 raise ConfigError(f"{text}: the range needs finite LOW < HIGH (in float32)")
             if bound.low < 0:
                 raise ConfigError(f"{text}: LOW must be >= 0 (a positive range is a log scale, one from 0 linear)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl.run import files, rundir
+from purerl.checks import shown
 from purerl.config import ConfigError
 
 
@@ -97,7 +99,10 @@ def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
 
 
 def load(run_dir: str | Path, member: int = 0) -> Policy:
-    """The policy of one member (default the first) of a finished or checkpointed run."""
+    """The policy of one member (default the first) of a finished or checkpointed run. `member` is checked
+    to be an integer before the run is loaded (True would pass for member 1; 1.5 would fail as an IndexError)."""
+    if isinstance(member, bool) or not isinstance(member, numbers.Integral):
+        raise ConfigError(f"member must be an integer index, got {shown(member)}")
     spec, members, train, state = load_run(Path(run_dir))
     if not 0 <= member < len(members):
         raise ConfigError(f"member must be in [0, {len(members) - 1}], got {member}")

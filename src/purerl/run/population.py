@@ -91,6 +91,7 @@ def make_members(seeds: list[int], base: HyperParams, grid: dict[str, list[float
     for name in grid:
         if name not in fields:
             raise ConfigError(f"cannot sweep '{name}'; sweepable: {', '.join(fields)}")
+        base._replace(**{name: grid[name]}).validate()  # as given: float32 would turn 1e39 into inf first
     rows, member_seeds = [], []
     for values in itertools.product(*grid.values()):
         setting = base._replace(**dict(zip(grid, values)))
