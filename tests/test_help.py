@@ -93,3 +93,12 @@ def test_compare_lists_and_accepts_only_ppos_settings(capsys):
         main(["compare", "--buffer-size", "5000"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1 and "unrecognized arguments: --buffer-size" in err
+
+
+def test_a_field_without_a_description_still_gets_its_flag(monkeypatch, capsys):
+    """An algorithm registered with a config field DESCRIPTIONS does not know: every parser still builds."""
+    monkeypatch.delitem(registry.DESCRIPTIONS, "rollout_unroll")
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--help"])
+    assert stop.value.code == 0
+    assert "rollout unroll" in " ".join(capsys.readouterr().out.split())

@@ -187,7 +187,9 @@ def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4, alg
 
     def describe(name: str) -> str:
         shown = {algo: registry.show_default(value) for algo, value in registry.defaults(name, chosen).items()}
-        return f"{registry.DESCRIPTIONS[name]} ({default_text(shown)})"
+        # a field an algorithm added without a description still gets a flag, not a KeyError for every command
+        what = registry.DESCRIPTIONS.get(name, name.replace("_", " "))
+        return f"{what} ({default_text(shown)})"
 
     parser.add_argument("--hidden-sizes", type=integers, metavar="64,64", help=describe("hidden_sizes"))
     parser.add_argument("--activation", choices=list(ACTIVATIONS), help=describe("activation"))
