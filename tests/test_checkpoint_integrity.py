@@ -9,12 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from cli_run import SMALL, run_cli
 
 from purerl.run import experiment, stopping
-from purerl.run.checkpoint import CheckpointDamaged, Checkpointer
 from purerl.cli import build_parser
 from purerl.cli.train import train_spec
 
@@ -112,22 +110,6 @@ def test_no_intact_checkpoint_is_one_line_and_exit_2(tmp_path, runs, latest, ear
     assert f"in {out / 'checkpoint'} are damaged, and no intact earlier checkpoint is left" in err[0]
     assert not (out / "summary.json").exists()
     assert sorted(p.name for p in (out / "checkpoint").iterdir()) == ["2", "4"]  # left for the user to look at
-
-
-def test_checkpoints_without_a_checksum_still_restore(tmp_path):
-    """Written by purerl before checksums: restored as they were; a damaged one is still one line."""
-    import orbax.checkpoint as ocp
-
-    tree = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.int32(7)}
-    checkpointer = Checkpointer(tmp_path / "ck")
-    checkpointer.manager.save(3, args=ocp.args.Composite(state=ocp.args.StandardSave(tree),
-                                                         progress=ocp.args.JsonSave({"step": 3})))
-    checkpointer.close()
-    restored, progress = Checkpointer(tmp_path / "ck").restore(tree)
-    assert progress == {"step": 3} and np.array_equal(restored["a"], tree["a"]) and int(restored["b"]) == 7
-    delete_manifest(tmp_path / "ck" / "3")
-    with pytest.raises(CheckpointDamaged, match=r"at step 3 \(orbax cannot read it: .*\) in .* is damaged"):
-        Checkpointer(tmp_path / "ck").restore(tree)
 
 
 def test_a_path_orbax_reads_as_a_pattern_is_refused_before_anything_is_written(capsys, tmp_path):

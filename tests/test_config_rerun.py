@@ -52,7 +52,7 @@ def _write(path, text):
 
 @pytest.mark.parametrize("content, extra, message", [
     (None, [], "does not exist"),
-    ("{not json", [], "cannot read"),
+    ("{not json", [], "cannot be read as a training record: it is not JSON"),
     ('{"command": "evolve"}', [], "records a 'evolve' run, not a training run"),
     ('[1, 2]', [], "records no purerl run"),
     ('{"command": "train", "config": {}}', [], "is not a valid training record"),

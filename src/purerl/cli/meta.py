@@ -245,14 +245,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def _drift_record(path: Path) -> bool:
     """`path` is a drift.json that `analyze drift` wrote: each drift's named features."""
-    import json
-
     try:
-        record = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
+        record = files.read_json(path, "a drift record")
+    except ConfigError:
         return False
-    return (isinstance(record, dict) and bool(record)
-            and all(isinstance(f, dict) and "rollback_below_r" in f for f in record.values()))
+    return bool(record) and all(isinstance(f, dict) and "rollback_below_r" in f for f in record.values())
 
 
 def _check_drift_out(out: Path) -> None:
@@ -279,14 +276,12 @@ def cmd_act(args: argparse.Namespace) -> int:
 def _check_evolved(act_cli, source: Path, phase: str) -> None:
     """Every evolved run that `act --from-params` would copy beside the report and evaluate reads back (its
     config.json, generations.csv and parameters), before anything is copied or compiled."""
-    import json
-
     from flax import serialization
 
     for *_, run in act_cli.evolved_runs(source, phase):
         try:
-            config = json.loads((run / rundir.CONFIG).read_text())
-            if not isinstance(config, dict) or not isinstance(config.get("es"), dict):
+            config = rundir.read_config(run)
+            if not isinstance(config.get("es"), dict):
                 raise ValueError("its config.json holds no ES settings")
             act_cli._generations(run)
             serialization.msgpack_restore((run / act_cli.MEAN_PARAMS).read_bytes())

@@ -231,12 +231,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from purerl.run.policy import Policy, check_gif, load_run, members_evaluator, render_gif
 
     spec, members, train, state = load_run(args.run_dir)
+    files.check_replaceable(args.run_dir / EVAL_REPORT, None, own=_eval_record)  # all checked before evaluating
     gif = None
-    if args.gif is not None:  # checked before the evaluation compiles
+    if args.gif is not None:
         gif = args.gif if args.gif.is_absolute() or args.gif.parent != Path(".") else args.run_dir / args.gif
         check_gif(gif, train.env)
-        default = gif.resolve() == (args.run_dir / DEFAULT_GIF).resolve() and rundir.marked(args.run_dir)
-        files.check_replaceable(gif, "--gif", own=lambda path: default or files.written_by_purerl(path))
+        files.check_replaceable(gif, "--gif")  # RUN/episode.gif too: it carries the mark when purerl wrote it
     sample = args.policy == "sample"
     key = jax.random.PRNGKey(args.seed)
     hps = members.hyperparams.as_arrays()  # an exploration policy reads the member's own (DQN's final epsilon)
@@ -266,3 +266,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         files.mark_written(gif)  # a later `eval --gif` may replace it
         print(f"saved {gif} ({members.label(0)}, {mode}: {steps} steps, return {total:.2f})")
     return 0
+
+
+def _eval_record(path: Path) -> bool:
+    """`path` is an eval.json that `purerl eval` wrote: the policy, seed and episodes, and the returns they gave."""
+    try:
+        report = files.read_json(path, "an evaluation")
+    except ConfigError:
+        return False
+    return {"policy", "seed", "episodes"} <= report.keys() and any(key.endswith("_return_by_member") for key in report)

@@ -112,7 +112,7 @@ def _at_preset(record: dict) -> bool:
 def write_report(results_dir: Path, report: Path, title: str) -> Path:
     """The markdown table of every `<env>.json` in `results_dir` (generated; do not edit by hand)."""
     results_dir = Path(results_dir)
-    records = [json.loads(p.read_text()) for p in sorted(results_dir.glob("*.json"))]
+    records = [files.read_json(p, "a results record", object) for p in sorted(results_dir.glob("*.json"))]
     records = [r for r in records if "objectives" in r]  # other analyses (drift.json) share the folder
     objectives = sorted({label for r in records for label in r["objectives"]}, key=_objective_order)
     settings = ("each env family's preset, PPO's settings, with DPO's alpha 2 and beta 0.6, as PureJaxRL's "

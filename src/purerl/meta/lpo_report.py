@@ -8,14 +8,13 @@ by its paired difference from PPO on the same seeds.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from purerl import stats
 from purerl.meta import evolve_files
-from purerl.run import results, rundir
+from purerl.run import files, results, rundir
 
 TASK_KEYS = ("env", "total_timesteps", "num_envs", "num_steps")  # an evolve run's task_info and a compare record
 
@@ -39,7 +38,7 @@ def fitness_kinds(objectives: list[str], config) -> list[str]:
     for name, _, path in (objective.partition(":") for objective in objectives):
         saved = evolution_dir(path) / "config.json"
         if name == "lpo" and path and saved.is_file():
-            task = json.loads(saved.read_text()).get("task_info", {})
+            task = rundir.read_config(saved.parent).get("task_info", {})
             if trained_on(task, setting):
                 kinds.add(task["fitness"])
     return sorted(kinds)
@@ -60,7 +59,7 @@ def lines(folder: Path, records: list[dict]) -> list[str]:
     out = ["## LPO: the evolved drifts", ""]
     tasks = {}  # (record index, fitness kind) -> {run name: (curve start, curve end)}
     for run in sorted(p for p in folder.glob("*") if (p / "config.json").is_file()):
-        config = json.loads((run / "config.json").read_text())
+        config = rundir.read_config(run)
         es, task = config["es"], config["task_info"]
         rows = evolve_files.read_log(run)
         means, seconds = [row["mean"] for row in rows], sum(row["seconds"] for row in rows)
@@ -85,7 +84,7 @@ def lines(folder: Path, records: list[dict]) -> list[str]:
         out += ["", *_against_ppo(records[at], kind, curves)]
     drift = folder / "drift.json"
     if drift.exists():
-        features = json.loads(drift.read_text())
+        features = files.read_json(drift, "a drift record")
         out += ["", f"Each drift's named features on the analysis grid (`purerl analyze drift`; the maps are in "
                 f"[drift.png]({folder.parent.name}/{folder.name}/drift.png)):", "",
                 "| drift | " + " | ".join(title for _, title, _ in _FEATURES) + " |",

@@ -7,8 +7,10 @@ leaves the previous checkpoint intact.
 
 A disk can still damage a finished checkpoint, or a user edit it, and orbax may then restore different
 numbers without a word. So each checkpoint's progress item carries a sha256 of what it holds (the arrays and
-the progress itself), and `restore` checks it: a damaged checkpoint is never resumed from. Two are kept, so
-that there is an intact one to fall back to (at twice the disk).
+the progress itself), and `restore` checks it: a damaged checkpoint is never resumed from. A checkpoint without
+one is damaged too: no format of purerl's lacks it (none records a format version to tell an older one by), so
+deleting the key must not turn the check off. Two are kept, so that there is an intact one to fall back to (at
+twice the disk).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import orbax.checkpoint as ocp
 from purerl.config import ConfigError
 from purerl.run.stopping import tell
 
-DIGEST = "sha256"  # the progress key of the checksum; checkpoints of older versions have none
+DIGEST = "sha256"  # the progress key of the checksum, which every checkpoint must carry
 
 
 class CheckpointDamaged(ConfigError):
@@ -171,7 +173,9 @@ class Checkpointer:
             return None, None, _reason(error)
         if progress.get("step") != step:
             return None, None, f"its progress says step {progress.get('step')!r}"
-        if DIGEST in progress and progress[DIGEST] != digest(state, progress):
+        if DIGEST not in progress:
+            return None, None, "it has no checksum"
+        if progress[DIGEST] != digest(state, progress):
             return None, None, "its checksum does not match what was saved"
         return state, progress, None
 

@@ -10,7 +10,6 @@ same numbers as an uninterrupted one.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -64,6 +63,8 @@ def run(
     wandb = log_backends.wandb_settings(out, len(members), **(wandb_flags or {})) if "wandb" in (log or []) else None
     config_json = spec.to_json()
     resumed = rundir.prepare(out, config_json, resume, overwrite)
+    if resumed and (out / results.SUMMARY).exists():
+        results.read_summary(out)  # a finished run's summary is kept: checked before anything compiles
     if train is None:
         train, meta_params = spec.build(), spec.meta_params()
     cfg = train.config
@@ -136,7 +137,7 @@ def _finish(spec, members: Members, train, placement, out: Path, finished, init_
     metrics = {name: values.T for name, values in placement.get(state.metrics, n).items()}  # [updates, members]
     previous = out / results.SUMMARY
     if timing["first"] == cfg.num_updates and previous.exists():  # resuming a finished run: its summary stands
-        summary = json.loads(previous.read_text())
+        summary = results.read_summary(out)
     else:
         summary = _summary(spec, members, metrics, init_s + timing["compile_s"], timing["run_s"])
         summary["resumed_from_update"] = timing["first"]

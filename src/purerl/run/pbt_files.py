@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import warnings
 from pathlib import Path
 
@@ -108,7 +107,7 @@ def plot(run_dir: Path, out: Path) -> Path:
     schedule, and the schedule the final best member's weights trained under) and one of that lineage."""
     run_dir = Path(run_dir)
     table = read_csv(run_dir)
-    config = json.loads((run_dir / rundir.CONFIG).read_text())
+    config = rundir.read_config(run_dir)
     if not (run_dir / results.METRICS).is_file():
         raise ConfigError(f"{run_dir} has not finished: no {results.METRICS} yet (continue it with --resume)")
     returns = results.read_member_metric(run_dir)

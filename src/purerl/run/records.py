@@ -6,19 +6,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from purerl.run.files import read_json
+
 
 def grid_pairs(config: dict, out: Path | None = None) -> list[list]:
     """A training record's grid as [name, values] pairs in member order: the members are the product of the
     values in this order, each with every seed. config.json keeps this list, which `sort_keys` leaves alone.
     Older records kept a dict, which it sorted: their order is the one in the member labels of OUT's
     summary.json (what trained), or, before a run finished, the dict's order (what `--config` resumed)."""
-    grid = config.get("grid") or {}
+    grid = config.get("grid") or []  # no grid (`[]`, or an older `{}`): no order to look up in summary.json
     if isinstance(grid, list):
         return [[name, list(values)] for name, values in grid]
     names = list(grid)
     summary = Path(out) / "summary.json" if out is not None else None
     if summary is not None and summary.is_file():
-        labels = list(json.loads(summary.read_text()).get("final_return_by_member") or [""])
+        labels = list(read_json(summary, "a run's summary").get("final_return_by_member") or [""])
         swept = [part.partition("=")[0] for part in labels[0].split(",")[:-1]]
         if sorted(swept) == sorted(name for name in names if len(grid[name]) > 1):
             names = swept + [name for name in names if name not in swept]

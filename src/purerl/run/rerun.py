@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
 from purerl.config import ConfigError, HyperParams, PPOConfig, seed_range
 from purerl.run import records, rundir
+from purerl.run.files import read_json
 from purerl.run.trainspec import TrainSpec, check_types
 
 
@@ -34,11 +34,9 @@ def load_spec(path: Path, flag: str = "--config"):
     if path.is_dir():
         path = path / "config.json"
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{flag}: {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"{flag}: cannot read {path} as JSON ({error})") from None
+        data = read_json(path, "a training record", object)  # any JSON: what it records is checked below
+    except ConfigError as error:
+        raise ConfigError(f"{flag}: {error}") from None
     if not isinstance(data, dict) or data.get("command") != "train":
         kind = data.get("command") if isinstance(data, dict) else None
         raise ConfigError(f"{flag}: {path} records {'a ' + repr(kind) + ' run' if kind else 'no purerl run'}, "
@@ -46,9 +44,21 @@ def load_spec(path: Path, flag: str = "--config"):
     try:
         spec = spec_from_record(data, path.parent)
         check_types(spec)
+        _check_words(spec)
+    except ConfigError as error:  # its own line: a damaged summary.json beside the record (named), an unknown algo
+        raise ConfigError(f"{flag}: {error}") from None
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{flag}: {path} is not a valid training record ({type(error).__name__}: {error})") from None
     return spec
+
+
+def _check_words(spec) -> None:
+    """The record's words are strings, as `check_types` checks its config's fields and numbers: an objective of 3
+    would otherwise be an AttributeError deep inside `TrainSpec.validate`."""
+    for name in ("objective", "value_loss", "network", "preset"):
+        value = getattr(spec, name)
+        if not (isinstance(value, str) or (name == "preset" and value is None)):
+            raise TypeError(f"{name} must be a string, got {value!r}")
 
 
 def spec_from_record(data: dict, run_dir: Path):

@@ -93,6 +93,17 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+# What a finished run's summary.json holds that `--resume` keeps it for (and `print_summary` shows).
+SUMMARY_KEYS = ("env", "members", "final_return", "final_return_by_setting", "final_return_by_member",
+                "final_return_window_updates", "compile_s", "run_s")
+
+
+def read_summary(out: Path) -> dict[str, Any]:
+    """The summary.json in OUT, which `--resume` of a finished run keeps as it stands: one line naming the file
+    (and the first of SUMMARY_KEYS it lacks) when it is not one, not a KeyError once the run has been restored."""
+    return files.read_json(Path(out) / SUMMARY, "a run's summary").require(*SUMMARY_KEYS)
+
+
 def write_summary(out: Path, summary: dict[str, Any]) -> None:
     write_atomic(out / SUMMARY, json.dumps(json_safe(summary), indent=2, sort_keys=True, allow_nan=False))
 

@@ -23,7 +23,7 @@ from typing import Any
 from purerl.config import ConfigError
 from purerl.run.runlock import LOCK
 from purerl.run import records, runlock
-from purerl.run.files import temporary_name, write_atomic
+from purerl.run.files import read_json, temporary_name, write_atomic
 
 MARKER = ".purerl-run"
 CONFIG = "config.json"
@@ -59,13 +59,7 @@ def _temporary(name: str) -> bool:
 
 def read_config(out: Path) -> dict:
     """The run's config.json, or a one-line error when it cannot be read as one."""
-    try:
-        config = json.loads((Path(out) / CONFIG).read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ConfigError(f"{Path(out) / CONFIG} cannot be read as a run's settings ({error})") from None
-    if not isinstance(config, dict):
-        raise ConfigError(f"{Path(out) / CONFIG} does not hold a run's settings")
-    return config
+    return read_json(Path(out) / CONFIG, "a run's settings")
 
 
 def holds_run(out: Path) -> bool:
@@ -204,11 +198,9 @@ def _check_summary(path: Path) -> None:
     if not path.exists():
         return
     try:
-        ok = isinstance(json.loads(path.read_text()), dict)
-    except (OSError, UnicodeDecodeError, ValueError):
-        ok = False
-    if not ok:
-        raise ConfigError(f"--resume: {path} is not a summary purerl wrote (damaged?); move it away, or --overwrite")
+        read_json(path, "a run's summary")
+    except ConfigError as error:
+        raise ConfigError(f"--resume: {error}; move it away, or --overwrite") from None
 
 
 def record_session(out: Path, facts: dict) -> None:
@@ -224,7 +216,7 @@ def record_session(out: Path, facts: dict) -> None:
 def sessions(out: Path) -> list[dict]:
     """The facts `record_session` kept for each session that worked on the run in OUT, oldest first."""
     path = Path(out) / PROVENANCE
-    return json.loads(path.read_text()) if path.exists() else []
+    return read_json(path, "a record of sessions", list) if path.exists() else []
 
 
 def start(out: Path, config: dict[str, Any], resumed: bool) -> None:

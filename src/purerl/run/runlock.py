@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from purerl.config import ConfigError
+from purerl.run.files import read_json
 
 LOCK = ".purerl-lock"  # the pid and host of the process that writes the run now
 
@@ -22,11 +23,11 @@ def _holder(path: Path) -> dict | None:
     import socket
 
     try:
-        holder = json.loads(path.read_text())
-        pid, host = int(holder["pid"]), str(holder.get("host", ""))
-    except FileNotFoundError:
+        holder = read_json(path, "a lock")
+        pid, host = holder["pid"], str(holder.get("host", ""))
+    except ConfigError:  # none, or cut short as it was written (its process died there), or not purerl's
         return None
-    except (OSError, ValueError, TypeError, KeyError):  # cut short as it was written: its process died there
+    if type(pid) is not int or not 0 < pid < 2**31:  # os.kill signals groups for pid <= 0, overflows past C's int
         return None
     if host != socket.gethostname():
         return holder  # another machine's process: it cannot be checked from here, so it holds
@@ -103,9 +104,9 @@ def release_locks(keep: set[Path] = frozenset()) -> None:
     for out in list(_held - set(keep)):
         path = out / LOCK
         try:
-            if json.loads(path.read_text()).get("pid") == os.getpid():
+            if read_json(path, "a lock").get("pid") == os.getpid():
                 path.unlink()
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ConfigError):
             pass
         _held.discard(out)
 

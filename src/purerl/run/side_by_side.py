@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,11 +55,8 @@ def load(path: Path) -> Run:
     path = Path(path)
     if not (path / rundir.CONFIG).is_file():
         raise ConfigError(f"{path} is not a purerl run directory (no {rundir.CONFIG})")
-    try:
-        config = json.loads((path / rundir.CONFIG).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"cannot read {path / rundir.CONFIG} ({error})") from None
-    if not isinstance(config, dict) or config.get("command") != "train":
+    config = rundir.read_config(path)
+    if config.get("command") != "train":
         raise ConfigError(f"{path} is not a training run (plot and summary compare `purerl train` runs)")
     if not isinstance(config.get("config"), dict) or not isinstance(config["config"].get("env"), str):
         raise ConfigError(f"{path / rundir.CONFIG} is not a valid training record (no config.env)")
@@ -218,8 +214,8 @@ def summary_rows(runs: list[Run]) -> list[dict]:
         path = run.path / results.SUMMARY
         if not path.is_file():
             raise ConfigError(f"{run.path} has no {results.SUMMARY} (the run has not finished)")
+        summary = files.read_json(path, "a run's summary")
         try:
-            summary = json.loads(path.read_text())
             by_member = summary["final_return_by_member"]
             for setting, s in summary["final_return_by_setting"].items():
                 seeds = [v for name, v in by_member.items()
@@ -227,7 +223,9 @@ def summary_rows(runs: list[Run]) -> list[dict]:
                 _check_row(s, seeds)
                 rows.append({"run": run.path.name, "env": str(summary["env"]), "setting": str(setting),
                              "label": labels.get(str(setting), str(setting)), "stats": s, "per_seed": seeds})
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+        except files.MissingKey:
+            raise  # names the file and the key
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ConfigError(f"{path} is not a summary purerl wrote, or is damaged ({type(error).__name__}: "
                               f"{error})") from None
     return rows

@@ -94,7 +94,7 @@ def run_cli(args) -> int:
     else:
         rows = test_time.evaluate_test_time({label: (kind, run_dir) for _, kind, label, run_dir in present}, args.env,
                                       plots_dir, seeds)["goal_return"]
-    evolved = {run_dir.name: {"es": json.loads((run_dir / rundir.CONFIG).read_text())["es"],
+    evolved = {run_dir.name: {"es": rundir.read_config(run_dir)["es"],
                               "evolve_wall_s": round(sum(r["seconds"] for r in _generations(run_dir)), 1)}
                for *_, run_dir in present}
     es = next(iter(evolved.values()))["es"]
@@ -164,7 +164,7 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
         train_json, train_png = (plots_dir / name for name in act.train_time_files(env_name))
         if not train_json.exists():
             continue
-        r = json.loads(train_json.read_text())
+        r = files.read_json(train_json, "a train-time evaluation")
         rows = r["mean_return_over_training"]
         evolved = [label for label in rows if "(evolved" in label]
         lines += [f"## Train-time ACT on {r['env']}", "",
@@ -197,7 +197,7 @@ def _es_budget(params_dirs: list[Path]) -> list[str]:
     lines = []
     for params_dir in params_dirs:
         for run_dir in sorted(params_dir.glob("*-es*")):
-            config = json.loads((run_dir / rundir.CONFIG).read_text())
+            config = rundir.read_config(run_dir)
             es, env_name = config["es"], config["task_info"]["env"]
             wall = sum(r["seconds"] for r in _generations(run_dir))
             lines.append(f"- {env_name} `{run_dir.name}`: {es['strategy']}, population {es['population_size']} x "

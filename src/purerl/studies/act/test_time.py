@@ -104,7 +104,7 @@ def evaluate_test_time(runs: dict[str, tuple[str, Path]], env_name: str, plots_d
     hp = victim_of(env_name).hp.as_arrays()
     conditions = {}
     for label, (kind, run_dir) in runs.items():
-        seed = json.loads((Path(run_dir) / rundir.CONFIG).read_text())["es"]["seed"]
+        seed = rundir.read_config(run_dir)["es"]["seed"]
         meta = load_meta_params(Path(run_dir) / MEAN_PARAMS, test_time_task(env_name, kind, seed).template)
         psi = meta["train"] if kind == "evolved" else training_messages(talk, kind, seed, env_name)
         conditions[label] = (psi, meta["exploit"])

@@ -150,7 +150,4 @@ def carried(record: dict, game: str, report: Path) -> dict:
 def read_table(path: Path, hint: str) -> dict:
     if not path.is_file():
         raise ConfigError(f"no table data at {path}; {hint}")
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"cannot read {path}: {error}") from None
+    return files.read_json(path, "table data")

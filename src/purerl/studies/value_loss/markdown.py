@@ -218,7 +218,7 @@ def rerender(report: Path) -> Path:
     (`purerl results --render`); a regeneration (`report.analyze`) writes a record without them."""
     report = Path(report)
     data = report.with_suffix(".json")
-    record = json.loads(data.read_text())
+    record = files.read_json(data, "a value-loss record")
     record["rendered"] = provenance.read_manifest(report.parent)[report.name]["rendered"]
     files.write_atomic(data, json.dumps(record, indent=2))
     files.write_atomic(report, render(record, report.stem))

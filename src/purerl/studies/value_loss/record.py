@@ -9,11 +9,11 @@ absent from older records, and `markdown` renders their sections (and the critic
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from purerl import stats
 from purerl.publish import provenance as manifest
+from purerl.run import files
 from purerl.studies import value_loss
 
 SELECTION_WINDOW = 10  # generations whose mean fitness picks the ES seed
@@ -48,7 +48,7 @@ def previous_stages(report: Path, selected: dict[str, str], stages: tuple[str, .
     path = report.with_suffix(".json")
     if not path.is_file():
         return {}, None, None
-    record = json.loads(path.read_text())
+    record = files.read_json(path, "a value-loss record")
     if selections(record) != selected:
         return {}, None, None
     held = {k: v for k, v in record.get("all_candidates", {}).items() if k not in stages}

@@ -37,7 +37,7 @@ def load_evolution(source: Path) -> dict:
     config_path = source / rundir.CONFIG
     if not config_path.is_file():
         raise ConfigError(f"{source} is not a value-loss evolve run (no {rundir.CONFIG})")
-    config = json.loads(config_path.read_text())
+    config = rundir.read_config(source)
     if config.get("task") != "value-loss":
         raise ConfigError(f"{source} is not a value-loss evolve run")
     log = evolve_files.read_log(source)

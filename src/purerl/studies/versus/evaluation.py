@@ -81,9 +81,9 @@ def _read(path: Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"{path} cannot be read ({type(error).__name__}); give --overwrite to train again") from None
-    if not isinstance(record, dict) or not isinstance(record.get("updates"), dict):
+        record = files.read_json(path, "an evaluation record")
+    except ConfigError as error:
+        raise ConfigError(f"{error}; give --overwrite to train again") from None
+    if not isinstance(record.get("updates"), dict):
         raise ConfigError(f"{path} is not an evaluation record; give --overwrite to train again")
     return record

@@ -79,7 +79,7 @@ def write_report(report: Path) -> Path:
     """The markdown of every env recorded in REPORT's stem folder (generated; never edit by hand)."""
     report = Path(report)
     folder = report.parent / report.stem
-    records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    records = [files.read_json(p, "a versus record") for p in sorted(folder.glob("*.json"))]
     lines = [f"# {TITLE}", "", *document.header(report, "offpolicy"), *_design(), ""]
     for r in records:
         lines += _env(r, folder.name)
