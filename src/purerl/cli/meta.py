@@ -163,13 +163,8 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     budget_mb = args.memory_budget_mb or getattr(study, "memory_budget_mb", lambda preset: None)(args.preset)
     budget = budget_mb * 2**20 if budget_mb else None
     evolution = evolve.Evolution(task, es_config, memory_budget_bytes=budget)
-    facts = provenance.run_facts(args.argv)
-    try:
-        log = evolve.run(evolution, out, config_json, resume=args.resume, overwrite=args.overwrite,
-                         progress=not args.no_progress)
-    finally:  # also when stopped by a signal; `prepare` above has already refused anything not this run
-        if is_writer():
-            rundir.record_session(out, facts)
+    log = evolve.run(evolution, out, config_json, resume=args.resume, overwrite=args.overwrite,
+                     progress=not args.no_progress, session=provenance.run_facts(args.argv))
     if not is_writer():
         return 0
     first, last = log[0], log[-1]

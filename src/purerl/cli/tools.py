@@ -209,26 +209,38 @@ def cmd_results(args: argparse.Namespace) -> int:
             raise ConfigError(f"{'--mark' if args.mark else '--no-cache'} goes with --check, not --render")
         return _render(results_dir, args.render, args.argv)
     started = time.perf_counter()
-    stale = staleness.stale_parts(results_dir, cache=True, refresh=args.no_cache)
+    stale, unchecked = staleness.judged(results_dir, cache=True, refresh=args.no_cache)
     for document, reasons in stale.items():  # one line per stale part, the first beside the document's name
         lines = [f"{part + ': ' if part else ''}{why}" for part, why in reasons]
         print(f"STALE {document}: " + "\n  ".join(lines))
+    for document, reasons in unchecked.items():  # neither stale nor current: this install cannot tell
+        print("\n".join(f"cannot check here: {document} {part} ({why})" for part, why in reasons))
     if args.mark:
-        for marked_path in staleness.mark(results_dir, stale):
+        for marked_path in staleness.mark(results_dir, stale, unchecked):
             print(f"marked {marked_path}")
         for part in staleness.record_current(results_dir):
             print(f"recorded for current {part}")
-    print((f"{len(stale)} of {len(provenance.STUDIES)} documents stale" if stale else
-           f"all {len(provenance.STUDIES)} documents current") + f" ({time.perf_counter() - started:.0f} s)")
+    print(_verdict(len(stale), sum(map(len, unchecked.values()))) + f" ({time.perf_counter() - started:.0f} s)")
     return 1 if stale else 0
+
+
+def _verdict(stale: int, unchecked: int) -> str:
+    """`results --check`'s last line: the documents stale, or all current, and how many parts it could not check
+    (each named above), so that "current" is never read as covering them."""
+    from purerl.publish import provenance
+
+    documents = len(provenance.STUDIES)
+    said = f"{stale} of {documents} documents stale" if stale else f"all {documents} documents current"
+    return said + (f" where checked; {unchecked} part(s) could not be checked here" if unchecked else "")
 
 
 def _render(results_dir: Path, names: list[str], argv: list[str]) -> int:
     """`purerl results --render DOC ...`: each document's words again from its records (`Study.render`). Every
-    name is checked, and the checkout must be clean, before anything is written."""
+    name is checked, its records complete (`records.require_complete`), and the checkout must be clean, before
+    anything is written."""
     import importlib
 
-    from purerl.publish import provenance, staleness
+    from purerl.publish import provenance, records, staleness
     from purerl.run import files
 
     manifest = provenance.read_manifest(results_dir)
@@ -243,6 +255,7 @@ def _render(results_dir: Path, names: list[str], argv: list[str]) -> int:
         if not study.render:
             raise ConfigError(f"{name}: the {study.name} study has no renderer; regenerate it "
                               f"(scripts/reproduce.sh {study.name})")
+        records.require_complete(results_dir, Path(name).name, entry)
         chosen.append((results_dir / Path(name).name, study.render))
     _require_clean_commit()
     for report, target in chosen:

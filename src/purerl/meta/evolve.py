@@ -28,7 +28,7 @@ from purerl.meta.strategies import ESConfig, make_strategy
 from purerl.run.checkpoint import Checkpointer
 from purerl.config import ConfigError
 from purerl.meta.evolve_files import (BEST_PARAMS, MEAN_PARAMS, GenerationBar, fitness_row, plot_fitness, read_log,
-                                 write_log)
+                                 session_recorded, write_log)
 from purerl.run.population import Placement, batched
 from purerl.runtime.distributed import barrier, is_writer
 from purerl.run.stopping import StopRequested, cut, graceful_stop, tell
@@ -199,13 +199,15 @@ def run(
     resume: bool | str = False,
     overwrite: bool = False,
     progress: bool = True,
+    session: dict | None = None,
 ) -> list[dict]:
     """Run (or, with `resume`, continue) the ES into `out`; returns the per-generation log.
 
     `resume="auto"` continues the run in `out` if there is one, else starts it: rerunning a script continues.
 
     Every generation is checkpointed; on SIGINT/SIGTERM the run stops after the current generation
-    and raises `stopping.StopRequested`. The run-directory rules are `rundir.prepare`'s.
+    and raises `stopping.StopRequested`. The run-directory rules are `rundir.prepare`'s. `session`: this
+    session's facts, appended to the run's provenance.json as it ends (`session_recorded`), once it holds `out`.
     """
     out = Path(out)
     resumed = rundir.prepare(out, config_json, resume, overwrite)
@@ -214,6 +216,12 @@ def run(
     if writer:
         rundir.start(out, config_json, resumed)
     barrier("purerl-evolve-started")
+    with session_recorded(out, session if writer else None):
+        return _generations(evolution, out, resumed, progress, writer)
+
+
+def _generations(evolution: Evolution, out: Path, resumed: bool, progress: bool, writer: bool) -> list[dict]:
+    """`run`'s ES loop in a run directory it has started: from the last checkpoint when `resumed`."""
     cfg = evolution.config
     checkpointer = Checkpointer(out / rundir.CHECKPOINT)
     state = evolution.init_state()

@@ -7,6 +7,7 @@ touch what it computes.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,18 @@ def made_by(sessions: list[dict]) -> str:
     """An evolve run's sessions (its provenance.json, `rundir.sessions`) in words: the command, commit, machine and
     date of each, "" for a run that has none."""
     return "; ".join(f"`{s['command']}` at {str(s['commit'])[:10]} on {s['machine']}, {s['date']}" for s in sessions)
+
+
+@contextlib.contextmanager
+def session_recorded(out: Path, facts: dict | None):
+    """Append this session's `facts` to the run's provenance.json (`rundir.record_session`) as the block ends,
+    however it ends (a signal's stop, an error). Entered only once the session holds OUT (`rundir.start`), so a
+    second process refused there, because another is running the same directory, writes nothing into it."""
+    try:
+        yield
+    finally:
+        if facts is not None:
+            rundir.record_session(out, facts)
 
 
 def plot_fitness(out: Path, log: list[dict], title: str) -> None:

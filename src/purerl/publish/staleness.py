@@ -7,8 +7,10 @@ that points provenance at a toy study or repository points this at it too.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import platform
+import re
 from pathlib import Path
 
 from purerl.publish import differences, document, provenance
@@ -16,13 +18,15 @@ from purerl.publish.catalog import Study
 from purerl.run.files import write_atomic
 
 
-def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
+def mark(results_dir: Path, stale: dict[str, list[tuple]],
+         unchecked: dict[str, list[tuple]] | None = None) -> list[Path]:
     """Write `stale_parts`' verdict into the documents and manifests: each stale part's reason as `stale` in its
     manifest entry, and in its document a notice at the top (after the title) and document.STALE_MARK beside the part (its
     bullet in the provenance header, and table rows whose first cell is the part's name or `Study.row_titles`' title
     for it); a current part's
     notice and marks are removed, and the study's deliberate differences are written or refreshed below the notice.
-    Documents that change are returned. Generated text, like the rest."""
+    Documents that change are returned. Generated text, like the rest. A part in `unchecked` (`judged`: it could
+    not be checked here) keeps whatever its manifest says: a check that could not judge it vouches for nothing."""
     changed = []
     for study in provenance.STUDIES.values():
         path = Path(results_dir) / study.document
@@ -31,7 +35,10 @@ def mark(results_dir: Path, stale: dict[str, list[tuple]]) -> list[Path]:
         if entries is None or not path.exists():
             continue
         reasons = {part: why for part, why in stale.get(study.document, []) if part in entries["parts"]}
+        kept = {part for part, _ in (unchecked or {}).get(study.document, [])}
         for name, entry in entries["parts"].items():
+            if name in kept:
+                continue
             entry.pop("stale", None)
             if name in reasons:
                 entry["stale"] = reasons[name]
@@ -96,6 +103,14 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
                 refresh: bool = False) -> dict[str, list[tuple]]:
     """`check`'s reasons as (part or None, reason) per document; `cache`: reuse fingerprints computed from the same
     source and store them (`fingerprint.many`), as `purerl results --check` does; `refresh`: store, not reuse."""
+    return judged(results_dir, workers, cache, refresh)[0]
+
+
+def judged(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, cache: bool = False,
+           refresh: bool = False) -> tuple[dict[str, list[tuple]], dict[str, list[tuple]]]:
+    """(`stale_parts`, {document: [(part, why it cannot be checked here)]}). A part whose fingerprint needs an
+    optional package this install lacks (brax) is not judged at all: its source hash would call it stale for
+    nothing but the missing package, so it is named as uncheckable instead, and left as its manifest records it."""
     from purerl.publish import fingerprint
 
     documents = {}
@@ -112,7 +127,7 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
                if environment and fingerprint.stamp_holds(record, environment)}
     wanted = [key for key in fingerprinted if key not in current]
     current |= fingerprint.many(wanted, workers, cache, refresh) if wanted else {}
-    stale = {}
+    stale, unchecked = {}, {}
     for study in provenance.STUDIES.values():
         reasons = []
         path, entries = documents[study.name]
@@ -131,7 +146,9 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
                     why = _plain_reason(study, part)
                 elif "fingerprint" in part:
                     now = current[(study.name, name)]
-                    if isinstance(now, str):  # an optional package missing here, say: the source hash decides
+                    if isinstance(now, str) and (needs := missing_package(now)):
+                        unchecked.setdefault(study.document, []).append((name, needs))
+                    elif isinstance(now, str):  # it failed otherwise: the source hash decides
                         source = source or provenance.source_hash(study)
                         if part["source_hash"] != source:
                             why = (f"source changed since {str(part['commit'])[:10]} (by source hash: its fingerprint "
@@ -150,7 +167,22 @@ def stale_parts(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, ca
                     reasons.append((name, why))
         if reasons:
             stale[study.document] = reasons
-    return stale
+    return stale, unchecked
+
+
+EXTRAS = ("brax", "navix", "xminigrid", "craftax", "jumanji")  # optional packages, each its own purerl extra
+_MISSING = (re.compile(r"No module named '(\w+)"), re.compile(r"needs (\w+): pip install"))
+
+
+def missing_package(reason: str) -> str | None:
+    """What a part whose fingerprint could not be computed (`reason`, as `fingerprint.many` gives it) needs, when
+    that is a package not installed here ("needs brax: pip install 'purerl[brax]'"); None for any other failure,
+    and for a package that is installed (the error then lies elsewhere, and the source hash judges the part)."""
+    found = next((match for pattern in _MISSING if (match := pattern.search(reason))), None)
+    package = found.group(1).lower() if found else None
+    if package is None or importlib.util.find_spec(package) is not None:
+        return None
+    return f"needs {package}: pip install 'purerl[{package}]'" if package in EXTRAS else f"needs {package}"
 
 
 def record_current(results_dir: Path = provenance.RESULTS_DIR) -> list[str]:

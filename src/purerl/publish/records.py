@@ -1,0 +1,104 @@
+"""The record files a published document is rendered from, part by part, and the check that they are all there.
+
+`purerl results --render` writes a document again from the records committed beside it. Each study's renderer
+tables whatever records it finds, so a deleted or emptied record would silently lose its rows (dpo.md "on 3"
+instead of "on 4") while the manifest still vouches for the part. So before anything is written, every part the
+manifest lists must have its record: present, a JSON object with the keys its renderer reads, about the part it
+is filed under, and, where the part's manifest entry records a `record_sha256` for the file, the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from purerl.config import ConfigError
+from purerl.run import files
+
+HASH = "record_sha256"  # a part's manifest entry: {record path relative to the results folder: sha256 of its bytes}
+
+
+@dataclass(frozen=True)
+class Record:
+    """Where one part's record lies (relative to the results folder) and what its renderer reads from it."""
+
+    path: str
+    keys: tuple[tuple[str, ...], ...]  # key paths into the JSON object, each one the renderer indexes
+    env: str | None = None  # the record's "env" must be this: a per-env record filed under its part's name
+
+
+def _per_env(*keys: str):
+    """dpo, pbt and offpolicy: one STEM/ENV.json per env part (`files.slug` names it), tabled by its "env"."""
+    return lambda stem, part: Record(f"{stem}/{files.slug(part)}.json", tuple((k,) for k in ("env", *keys)), part)
+
+
+_ACT = {"train-time": ("train_time.json", "mean_return_over_training"),
+        "train-time Pendulum-v1": ("train_time-Pendulum-v1.json", "mean_return_over_training"),
+        "test-time": ("test_time.json", "goal_return")}
+# value_loss.json holds every stage: a setting's tables, and the critic's own section.
+_VALUE_LOSS = {"critic": (("critic_dynamics",),)}
+
+
+def _act(stem: str, part: str) -> Record:
+    name, rows = _ACT[part]
+    return Record(f"{stem}/{name}", (("env",), ("seeds",), (rows,)))
+
+
+def _value_loss(stem: str, part: str) -> Record:
+    keys = _VALUE_LOSS.get(part, (("all_candidates", part),))
+    return Record(f"{stem}.json", (("provenance",), ("held_out",), ("shape",), *keys))
+
+
+def _mfos(stem: str, part: str) -> Record:
+    return Record(f"{stem}/table.json", (("settings",), ("seeds",), ("games", part)))
+
+
+LAYOUT = {
+    "dpo": _per_env("objectives", "env_steps_per_run", "seeds"),
+    "pbt": _per_env("methods", "pbt", "repetitions"),
+    "offpolicy": _per_env("algorithms", "evaluation", "marks"),
+    "act": _act,
+    "value_loss": _value_loss,
+    "mfos": _mfos,
+}
+
+
+def require_complete(results_dir: Path, document: str, entry: dict) -> None:
+    """Refuse in one line, naming each, the parts of `document` (its manifest `entry`) whose record is missing,
+    incomplete or not the one recorded; a study without a registered layout has nothing to check."""
+    layout = LAYOUT.get(entry.get("study"))
+    if layout is None:
+        return
+    stem = Path(document).stem
+    problems = [why for part, facts in sorted(entry["parts"].items())
+                if (why := _problem(Path(results_dir), part, layout(stem, part), facts.get(HASH, {})))]
+    if problems:
+        raise ConfigError(f"{document}: refusing to render from incomplete records (the manifest lists these "
+                          f"parts): {'; '.join(problems)}")
+
+
+def _problem(results_dir: Path, part: str, record: Record, hashes: dict) -> str | None:
+    """What is wrong with one part's record, in words, or None if it is whole."""
+    path = results_dir / record.path
+    try:
+        data = files.read_json(path, "a results record")
+    except ConfigError as error:
+        return f"part {part}: {str(error).replace(str(results_dir) + '/', '')}"
+    absent = [".".join(keys) for keys in record.keys if not _has(data, keys)]
+    if absent:
+        return f"part {part}: {record.path} lacks {', '.join(absent)}"
+    if record.env is not None and data["env"] != record.env:
+        return f"part {part}: {record.path} is the record of {data['env']}"
+    recorded = hashes.get(record.path)
+    if recorded is not None and hashlib.sha256(path.read_bytes()).hexdigest() != recorded:
+        return f"part {part}: {record.path} is not the record the manifest vouches for (its sha256 differs)"
+    return None
+
+
+def _has(data: dict, keys: tuple[str, ...]) -> bool:
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return False
+        data = data[key]
+    return True
