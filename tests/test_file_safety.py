@@ -69,13 +69,20 @@ def test_overwrite_refuses_a_user_file_inside_checkpoint_tensorboard_or_wandb(ca
 
 
 def test_what_the_libraries_write_is_purerls_own(tmp_path):
+    """A checkpoint step's files by the inventory purerl records as it saves (`checkpoint.INVENTORY`), a killed
+    save's temporary folder by orbax's own layout, the loggers' files by the names they give them."""
+    from purerl.run import checkpoint
+
     run = fake_run(tmp_path / "run", {"command": "train"})
-    for path in ("checkpoint/3/state/x", "checkpoint/4.orbax-checkpoint-tmp-17/y", "tensorboard/lr=0.1/seed=0/"
-                 "events.out.tfevents.1700000000.vm.1", "wandb/run-20250101_000000-abc/files/config.yaml",
-                 "wandb/debug.log", "wandb/debug-internal.log"):
+    for path in ("checkpoint/3/state/x", "checkpoint/4.orbax-checkpoint-tmp-17/state/_METADATA",
+                 "tensorboard/lr=0.1/seed=0/events.out.tfevents.1700000000.vm.1",
+                 "wandb/run-20250101_000000-abc/files/config.yaml", "wandb/debug.log", "wandb/debug-internal.log"):
         (run / path).parent.mkdir(parents=True, exist_ok=True)
         (run / path).write_text("x")
+    (run / "checkpoint" / "3" / checkpoint.INVENTORY).write_text(json.dumps(["state/x"]))
     assert rundir.foreign_entries(run) == []
+    (run / "checkpoint" / "3" / "state" / "y").write_text("mine")  # not in the step's inventory: the user's
+    assert [str(p) for p in rundir.foreign_entries(run)] == ["checkpoint/3/state/y"]
 
 
 # --- no output replaces a file purerl did not write ---------------------------------------------------------------

@@ -230,6 +230,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from purerl import stats
     from purerl.run.policy import Policy, check_gif, load_run, members_evaluator, render_gif
 
+    _hold_for_reading(args.run_dir)
     spec, members, train, state = load_run(args.run_dir)
     files.check_replaceable(args.run_dir / EVAL_REPORT, None, own=_eval_record)  # all checked before evaluating
     gif = None
@@ -266,6 +267,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         files.mark_written(gif)  # a later `eval --gif` may replace it
         print(f"saved {gif} ({members.label(0)}, {mode}: {steps} steps, return {total:.2f})")
     return 0
+
+
+def _hold_for_reading(run_dir: Path) -> None:
+    """Refuse a run another live process is writing (its checkpoints rotate as they are read, and what eval writes
+    would land in it), and hold it while evaluating, so that no writer starts meanwhile. A stale lock is taken
+    over. A folder that holds no run gets no lock: `load_run` says what it is."""
+    from purerl.run import runlock
+
+    if rundir.holds_run(run_dir) and runlock.inside_block():
+        runlock.lock(run_dir)
+    else:
+        runlock.check_unlocked(run_dir)
 
 
 def _eval_record(path: Path) -> bool:

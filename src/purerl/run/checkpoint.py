@@ -11,6 +11,11 @@ the progress itself), and `restore` checks it: a damaged checkpoint is never res
 one is damaged too: no format of purerl's lacks it (none records a format version to tell an older one by), so
 deleting the key must not turn the check off. Two are kept, so that there is an intact one to fall back to (at
 twice the disk).
+
+A checkpoint folder is deleted (by rotation, or by `--overwrite`) only file by file, and only the files it was
+saved with: each step folder carries `INVENTORY`, the relative paths that orbax wrote for it, recorded right after
+the save committed. A file a user put there (notes beside a step, a folder of theirs with a digit name) is in no
+inventory, so it stops `--overwrite` and rotation keeps its step, saying so once.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,9 +35,58 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from purerl.config import ConfigError
+from purerl.run.files import write_atomic
+from purerl.run.rundir import files_under
 from purerl.run.stopping import tell
 
 DIGEST = "sha256"  # the progress key of the checksum, which every checkpoint must carry
+INVENTORY = ".purerl-files.json"  # in each step folder: the relative paths orbax wrote for that step
+# What orbax writes into the temporary folder of a save (left behind when one is killed), relative to it: the
+# metadata and commit markers of the step and of its two items, and the OCDBT store of the arrays. A save cut
+# short records no inventory, so these paths are what recognises its folder as orbax's.
+_ORBAX_LAYOUT = re.compile(r"((state|progress)/)?(_CHECKPOINT_METADATA|commit_success\.txt|metadata|_METADATA|"
+                           r"_sharding|manifest\.ocdbt|(ocdbt\.process_\d+/)?(manifest\.ocdbt|d/[0-9a-f]{32})|"
+                           r"array_metadatas/process_\d+)")
+
+
+def _files(folder: Path) -> list[str]:
+    return [path.relative_to(folder).as_posix() for path in files_under(folder)]
+
+
+def record_inventory(step_folder: Path) -> None:
+    """Write the step folder's INVENTORY: every file orbax committed there, which alone may later be deleted."""
+    write_atomic(step_folder / INVENTORY, json.dumps([f for f in _files(step_folder) if f != INVENTORY]) + "\n")
+
+
+def _inventory(step_folder: Path) -> set[str] | None:
+    """The paths INVENTORY lists, or None when it is missing or not a list of paths (then nothing is purerl's)."""
+    try:
+        listed = json.loads((step_folder / INVENTORY).read_text())
+    except (OSError, ValueError):
+        return None
+    return set(listed) if isinstance(listed, list) and all(isinstance(f, str) for f in listed) else None
+
+
+def foreign_in_step(step_folder: Path) -> list[str]:
+    """Paths in a checkpoint step folder (or an orbax temporary one) that purerl did not write there: those its
+    INVENTORY does not list (a temporary folder has none: what orbax's layout does not name), and any link."""
+    own = _inventory(step_folder)
+    if own is not None:
+        own.add(INVENTORY)
+    temporary = ".orbax-checkpoint-tmp" in step_folder.name
+    return [f for f in _files(step_folder) if (step_folder / f).is_symlink()
+            or not (f in (own or ()) or temporary and _ORBAX_LAYOUT.fullmatch(f))]
+
+
+def delete_inventory(step_folder: Path) -> None:
+    """Delete what a step folder's INVENTORY lists, the INVENTORY, then the folders left empty: never a file that
+    is not listed, even one put there since it was checked."""
+    for name in _inventory(step_folder) or ():
+        (step_folder / name).unlink(missing_ok=True)
+    (step_folder / INVENTORY).unlink(missing_ok=True)
+    for root, _, _ in sorted(os.walk(step_folder), key=lambda entry: -len(entry[0])):
+        with contextlib.suppress(OSError):  # not empty: a user's file is there
+            os.rmdir(root)
 
 
 class CheckpointDamaged(ConfigError):
@@ -114,15 +170,16 @@ class Checkpointer:
         self.directory = Path(directory).absolute()
         self.directory.mkdir(parents=True, exist_ok=True)
         self.passed_over: list[int] = []  # damaged steps that `restore` fell back past; the next save deletes them
+        self.keep, self.kept = max_to_keep, set()  # `kept`: old steps rotation left for a user's file, said once
         absl = logging.getLogger("absl")
         if not any(isinstance(f, _DropOrbaxErrors) for f in absl.filters):
             absl.addFilter(_DropOrbaxErrors())
         if not isinstance(sys.unraisablehook, _DropClosedLoopNoise):  # a failed save leaves the same noise
             sys.unraisablehook = _DropClosedLoopNoise(sys.unraisablehook)
-        with _quiet_orbax_logs():
-            self.manager = ocp.CheckpointManager(
+        with _quiet_orbax_logs():  # orbax deletes nothing itself (`_rotate` does), and a save has committed when
+            self.manager = ocp.CheckpointManager(  # it returns, so that its inventory can be recorded then
                 self.directory,
-                options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=False,
+                options=ocp.CheckpointManagerOptions(max_to_keep=None, create=False, enable_async_checkpointing=False,
                                                      multiprocessing_options=solo),
             )
 
@@ -133,12 +190,43 @@ class Checkpointer:
         state = jax.tree.map(np.asarray, state)  # host copies: multi-process orbax refuses host-local jax.Arrays
         progress = {"step": int(step), **(extra or {})}
         progress[DIGEST] = digest(state, progress)
+        self._delete_passed_over()
         with _saving(self.directory):
-            for damaged in self.passed_over:  # orbax skips saves at or below them, would keep them over intact ones
-                self.manager.delete(damaged)
-            self.passed_over = []
             self.manager.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
                                                                  progress=ocp.args.JsonSave(progress)))
+            record_inventory(self._folder(int(step)))
+            self._rotate()
+
+    def _folder(self, step: int) -> Path:
+        return self.directory / str(step)
+
+    def _delete_passed_over(self) -> None:
+        """Delete the damaged steps `restore` fell back past: orbax skips saves at or below them, and would keep them
+        over intact ones. One holding a user's file stops the run in one line instead of being deleted."""
+        for damaged in self.passed_over:
+            foreign = foreign_in_step(self._folder(damaged))
+            if foreign:
+                raise ConfigError(f"the damaged checkpoint {self._folder(damaged)} holds files purerl did not write "
+                                  f"({', '.join(foreign[:3])}); move them out, then resume again")
+            delete_inventory(self._folder(damaged))
+        if self.passed_over:
+            self.manager.reload()
+        self.passed_over = []
+
+    def _rotate(self) -> None:
+        """Keep the newest `keep` steps; delete each older one by its inventory, but keep (and say so once) one
+        that holds a file purerl did not write, which is the user's."""
+        old = sorted(self.manager.all_steps())[:-self.keep] if self.keep else []
+        for step in old:
+            foreign = foreign_in_step(self._folder(step))
+            if not foreign:
+                delete_inventory(self._folder(step))
+            elif step not in self.kept:
+                self.kept.add(step)
+                tell(f"purerl: keeping the old checkpoint {self._folder(step)}: it holds files purerl did not write "
+                     f"({', '.join(foreign[:3])})")
+        if old:
+            self.manager.reload()
 
     def restore(self, like: Any) -> tuple[Any, dict]:
         """The latest intact checkpoint, restored into the structure of `like` (arrays or ShapeDtypeStructs),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -36,13 +37,17 @@ PROVENANCE = "provenance.json"
 # into the run (its notes may sit beside it), a GIF under a name of the user's choosing.
 _OWN_FILES = {MARKER, CONFIG, PROVENANCE}
 OWN_FOLDERS = (CHECKPOINT, "tensorboard", "wandb")
-# What the libraries write inside those folders, by name: orbax a folder per step (and its temporary one while it
-# saves), tensorboardX event files (in folders per setting and seed), W&B its run folders, logs and a link to the
-# latest run. Anything else there (a user's notes, a notebook) is the user's, and `--overwrite` refuses while it is.
-_OWN_INSIDE = {
-    CHECKPOINT: (r"\d+", r"\d+\.orbax-checkpoint-tmp.*"),
-    "wandb": (r"(offline-)?run-[\w.-]+", r"latest-run", r"debug(-internal|-cli\.[\w.-]+)?\.log"),
-}
+# What the libraries write inside those folders, recognised file by file at every depth: orbax's step folders by
+# the inventory each records (`checkpoint.foreign_in_step`), tensorboardX's event files (in folders per setting
+# and seed), and W&B's run folders, logs and link to the latest run, by the names W&B gives them. Anything else
+# there (a user's notes, a notebook, a folder of theirs with a digit name) is the user's, and `--overwrite`
+# refuses while it is.
+_STEP = re.compile(r"\d+(\.orbax-checkpoint-tmp.*)?")
+_WANDB_RUN = re.compile(r"(offline-)?run-\d{8}_\d{6}-\w+")
+_WANDB_TOP = re.compile(r"debug(-internal|-cli\.[\w.-]+)?\.log")
+_WANDB_IN_RUN = re.compile(r"run-\w+\.wandb(\.synced)?|logs/debug(-internal|-core)?\.log|files/(config\.yaml|"
+                           r"output\.log|requirements\.txt|wandb-metadata\.json|wandb-summary\.json|"
+                           r"conda-environment\.yaml|diff\.patch)")
 
 
 def register_files(*names: str) -> None:
@@ -79,17 +84,49 @@ def only_marker(out: Path) -> bool:
     return MARKER in names and all(name in (MARKER, LOCK) or _temporary(name) for name in names)
 
 
-def _foreign_inside(folder: Path) -> list[str]:
-    """Paths under one of OWN_FOLDERS that no library of purerl's wrote there."""
-    import re
+def files_under(folder: Path) -> list[Path]:
+    """Everything under `folder` that is not a directory (links included, never followed): what a user may have
+    put there, which a deletion must know before it deletes."""
+    found = []
+    for root, dirs, names in os.walk(folder):
+        found += [Path(root, name) for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(root, d)))]]
+    return sorted(found)
 
+
+def _foreign_in_checkpoints(folder: Path) -> list[str]:
+    """Paths under checkpoint/ that orbax did not write: outside a step folder, or not in its inventory."""
+    from purerl.run.checkpoint import foreign_in_step  # here, not at the top: it imports orbax
+
+    foreign = []
+    for entry in sorted(folder.iterdir()):
+        if entry.is_dir() and not entry.is_symlink() and _STEP.fullmatch(entry.name):
+            foreign += [f"{CHECKPOINT}/{entry.name}/{path}" for path in foreign_in_step(entry)]
+        else:
+            foreign.append(f"{CHECKPOINT}/{entry.name}")
+    return foreign
+
+
+def _wandb_own(path: Path, folder: Path) -> bool:
+    """`path`, under wandb/, is a file W&B writes: its debug logs, the link to its latest run, its run's files."""
+    parts = path.relative_to(folder).parts
+    if len(parts) == 1:
+        if parts[0] == "latest-run":  # W&B's is a link to one of its run folders, never a file
+            return path.is_symlink() and bool(_WANDB_RUN.fullmatch(Path(os.readlink(path)).name))
+        return bool(_WANDB_TOP.fullmatch(parts[0]))
+    return (not path.is_symlink() or parts[-1] == "debug-core.log") and bool(_WANDB_RUN.fullmatch(parts[0])) \
+        and bool(_WANDB_IN_RUN.fullmatch("/".join(parts[1:])))
+
+
+def _foreign_inside(folder: Path) -> list[str]:
+    """Paths under one of OWN_FOLDERS, at any depth, that no library of purerl's wrote there (empty folders hold
+    nothing of anyone's)."""
+    if folder.name == CHECKPOINT:
+        return _foreign_in_checkpoints(folder)
     if folder.name == "tensorboard":  # event files only, in folders named by setting and seed
-        return [str(p.relative_to(folder.parent)) for p in sorted(folder.rglob("*"))
-                if (p.is_symlink() or not p.is_dir()) and not p.name.startswith("events.out.tfevents.")]
-    patterns = _OWN_INSIDE[folder.name]
-    return [f"{folder.name}/{p.name}" for p in sorted(folder.iterdir())
-            if not any(re.fullmatch(pattern, p.name) for pattern in patterns)
-            or (folder.name == CHECKPOINT and (p.is_symlink() or not p.is_dir()))]
+        own = lambda p: not p.is_symlink() and p.name.startswith("events.out.tfevents.")  # noqa: E731
+    else:
+        own = lambda p: _wandb_own(p, folder)  # noqa: E731
+    return [str(p.relative_to(folder.parent)) for p in files_under(folder) if not own(p)]
 
 
 def foreign_entries(out: Path) -> list[str]:
