@@ -154,6 +154,7 @@ def test_levers_at_their_defaults_are_not_recorded():
                                   ["bench", "--task", "gpu-levers", "--seeds", "8"],
                                   ["bench", "--task", "gpu-proxy", "--seeds", "8"],
                                   ["bench", "--task", "gpu-proxy", "--cores", "1"],
+                                  ["bench", "--task", "gpu-proxy"],  # --out's folder holds no H100 records
                                   pytest.param(["bench", "--task", "gpu-levers"], marks=pytest.mark.skipif(
                                       jax.default_backend() == "gpu", reason="refused only without a GPU"))])
 def test_cli_lever_errors_are_one_line_and_exit_2(argv, tmp_path, capsys):
@@ -183,7 +184,7 @@ def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
                              "error": levers.OUT_OF_TIME}],
               "purejaxrl": {"cartpole": peer},
               "fused_check": {"cartpole": {"params_relative_error": 1e-6, "stats_max_relative_error": 2e-7}}}
-    text = "\n".join(levers_report.section(record, "test GPU"))
+    text = "\n".join(levers_report.section(record, "test GPU", record["command"]))
     assert "XLA's plain gradient step launches" in text and "| fused | - |" in text and "| PureJaxRL ppo.py | - | 1.0 | 1.00 | 1,024 |" in text
     assert levers.OUT_OF_TIME in text and "the target 2.0x" in text and "cartpole: parameters 1.0e-06" in text
 

@@ -57,7 +57,7 @@ def test_nested_loops_multiply_their_trip_counts():
     assert counts.loop_iterations == 3 + 3 * 5
 
 
-def test_a_conditional_counts_its_costlier_branch():
+def test_a_conditional_counts_its_branch_with_more_launches():
     def branchy(p, x):
         return jax.lax.cond(p, lambda x: jnp.sin(x).sum() * jnp.cos(x), lambda x: x, x)
 
@@ -167,20 +167,24 @@ def _record():
             "model": {"params": {"launch_us": 2.0, "bandwidth_tb_s": 3.0, "throughput_tflop_s": 50.0,
                                  "iteration_us": 4.0},
                       "points": [{"system": "purerl", "task": "cartpole", "seeds": 2048, "measured_s": 5.1,
-                                  "error": -0.02}], "max_abs_error": 0.02, "rms_log_error": 0.02},
+                                  "error": -0.02, "loo_error": -0.03, "jax": "0.11.2"}], "max_abs_error": 0.02,
+                      "max_abs_loo_error": 0.03, "rms_log_error": 0.02},
             "command": "purerl bench --task gpu-proxy", "commit": "abc", "versions": {"jax": "0.10.2"},
             "machine": {"cpu": "AMD EPYC", "cores": 2, "memory_gib": 23.5, "python": "3.11.7"}}
 
 
 def test_the_report_section_leads_with_the_ratio_against_its_goal():
-    lines = proxy_report.section(_record())
+    from purerl.bench import report
+
+    lines = proxy_report.section(_record(), report.portable("purerl bench --task gpu-proxy --purejaxrl /root/x"))
     text = "\n".join(lines)
     assert lines[0].startswith("## ")
     headline = text.index("| task | agents |")
     assert headline < text.index("### ")  # the summary table comes before the details
     assert "4.00x" in text  # PureJaxRL 6.0 s over the fused variant's 1.5 s
-    assert "| 3.0x: met |" in text and "(goal 3.0x)" in text
+    assert "| 3.0x: met |" in text and "(goal 3.0x; fastest variant fused, 4.00x)" in text
     assert "Boom: no" in text and "-2.0%" in text
+    assert "--purejaxrl PUREJAXRL_CHECKOUT" in text and "/root" not in text
 
 
 # ------------------------------------------------------------------ PPO's defaults where JAX runs on a GPU
@@ -188,7 +192,7 @@ def test_the_report_section_leads_with_the_ratio_against_its_goal():
 def on_a_gpu(monkeypatch):
     from purerl.runtime import backend
 
-    monkeypatch.setattr(backend, "will_use_gpu", lambda: True)
+    monkeypatch.setattr(backend, "platforms_named", lambda: ["cuda"])
 
 
 def test_on_a_gpu_ppo_takes_the_levers_unless_the_user_named_them(on_a_gpu):
@@ -240,3 +244,67 @@ def test_will_use_gpu_follows_jax_platforms(monkeypatch, named, expected):
 
     monkeypatch.setenv("JAX_PLATFORMS", named)
     assert backend.will_use_gpu() is expected
+
+
+def test_programs_built_for_a_cpu_ignore_a_gpu(on_a_gpu):
+    """The published documents' fingerprints lower the CPU's programs, on a GPU machine too."""
+    from purerl.run.trainspec import make_spec
+    from purerl.runtime import backend
+
+    with backend.programs_for("cpu"):
+        config = make_spec("CartPole-v1").config
+    assert (config.update_kernel, config.rollout_unroll, config.minibatch_gather) == ("xla", 1, False)
+
+
+@pytest.mark.parametrize("hidden", ["", "-1"])
+def test_hidden_gpus_are_no_gpu(monkeypatch, hidden):
+    from purerl.runtime import backend
+
+    monkeypatch.setattr(backend, "platforms_named", lambda: [])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", hidden)
+    backend._cuda_machine.cache_clear()
+    try:
+        assert backend.will_use_gpu() is False
+    finally:
+        backend._cuda_machine.cache_clear()
+
+
+def test_a_multi_output_in_place_update_counts_its_updates_only():
+    text = """HloModule m
+
+%fused (p0: f32[1000,64], p1: f32[1000,64], i: s32[], u: f32[1,64]) -> (f32[1000,64], f32[1000,64]) {
+  %p0 = f32[1000,64]{1,0} parameter(0)
+  %p1 = f32[1000,64]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  %u = f32[1,64]{1,0} parameter(3)
+  %z = s32[] constant(0)
+  %a = f32[1000,64]{1,0} dynamic-update-slice(%p0, %u, %i, %z)
+  %b = f32[1000,64]{1,0} dynamic-update-slice(%p1, %u, %i, %z)
+  ROOT %t = (f32[1000,64]{1,0}, f32[1000,64]{1,0}) tuple(%a, %b)
+}
+
+ENTRY %main (x: f32[1000,64], y: f32[1000,64], i: s32[], u: f32[1,64]) -> (f32[1000,64], f32[1000,64]) {
+  %x = f32[1000,64]{1,0} parameter(0)
+  %y = f32[1000,64]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+  %u = f32[1,64]{1,0} parameter(3)
+  ROOT %f = (f32[1000,64]{1,0}, f32[1000,64]{1,0}) fusion(%x, %y, %i, %u), kind=kLoop, calls=%fused
+}
+"""
+    (kernel,) = hlo_count.count(text).kernels
+    assert kernel.bytes == 4 + 64 * 4 + 2 * 64 * 4  # index and update read, two rows written
+
+
+def test_a_cublas_gemm_counts_its_result_not_its_workspace():
+    text = """HloModule m
+
+ENTRY %main (a: f32[64,32], b: f32[32,128]) -> f32[64,128] {
+  %a = f32[64,32]{1,0} parameter(0)
+  %b = f32[32,128]{1,0} parameter(1)
+  %g = (f32[64,128]{1,0}, s8[4194304]{0}) custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"]}}}
+  ROOT %r = f32[64,128]{1,0} get-tuple-element(%g), index=0
+}
+"""
+    (kernel,) = hlo_count.count(text).kernels
+    assert kernel.kind == "gemm" and kernel.flops == 2 * 64 * 128 * 32
+    assert kernel.bytes == 4 * (64 * 32 + 32 * 128 + 64 * 128)

@@ -91,7 +91,7 @@ def gpu_section(records: list[dict], plots: Path) -> list[str]:
         if "presets" in record:
             lines += _presets_section(record)
         if record["task"] == "gpu-levers":
-            lines += levers_report.section(record, gpu["name"])
+            lines += levers_report.section(record, gpu["name"], report.portable(record["command"]))
     return lines
 
 

@@ -20,7 +20,7 @@ PARAMS = ("launch_us", "bandwidth_tb_s", "throughput_tflop_s", "iteration_us")
 SCALE = {"launch_us": 1e-6, "bandwidth_tb_s": 1e12, "throughput_tflop_s": 1e12, "iteration_us": 1e-6}
 START = {"launch_us": 2.0, "bandwidth_tb_s": 3.0, "throughput_tflop_s": 50.0, "iteration_us": 5.0}
 BOUNDS = {"launch_us": (0.1, 50.0), "bandwidth_tb_s": (0.05, 10.0), "throughput_tflop_s": (1.0, 2000.0),
-          "iteration_us": (0.0, 200.0)}
+          "iteration_us": (1e-3, 200.0)}  # fitted on a log scale, which has no zero: 1 ns a loop is none
 
 
 def _kernels(program: dict) -> np.ndarray:
@@ -47,9 +47,8 @@ def modelled_s(program: dict, params: dict) -> float:
     return sum(terms(program, params).values())
 
 
-def fit(points: list[tuple[dict, float]]) -> dict:
-    """The constants that best predict the measured seconds of `points` [(program, seconds)], and each point's
-    relative error (modelled / measured - 1)."""
+def _constants(points: list[tuple[dict, float]]) -> tuple[dict, np.ndarray]:
+    """Least squares on log(modelled / measured) over the constants' logarithms, within BOUNDS."""
     from scipy.optimize import least_squares
 
     def unpack(x):
@@ -59,12 +58,22 @@ def fit(points: list[tuple[dict, float]]) -> dict:
         params = unpack(x)
         return [math.log(modelled_s(program, params) / seconds) for program, seconds in points]
 
-    lower = [math.log(max(BOUNDS[p][0], 1e-9)) for p in PARAMS]
+    lower = [math.log(BOUNDS[p][0]) for p in PARAMS]
     upper = [math.log(BOUNDS[p][1]) for p in PARAMS]
     start = [min(max(math.log(START[p]), lo), hi) for p, lo, hi in zip(PARAMS, lower, upper)]
-    lower[PARAMS.index("iteration_us")] = math.log(1e-3)  # a log scale has no zero: 1 ns is none
     solution = least_squares(residuals, start, bounds=(lower, upper))
-    params = unpack(solution.x)
+    return unpack(solution.x), solution.fun
+
+
+def fit(points: list[tuple[dict, float]]) -> dict:
+    """The constants that best predict the measured seconds of `points` [(program, seconds)]; each point's
+    relative error (modelled / measured - 1) in the fit, and with the constants fitted to the other points
+    alone (what the model would have said of a point it had not seen)."""
+    params, residuals = _constants(points)
     errors = [modelled_s(program, params) / seconds - 1 for program, seconds in points]
-    return {"params": params, "errors": errors,
-            "max_abs_error": max(abs(e) for e in errors), "rms_log_error": float(np.sqrt(np.mean(solution.fun ** 2)))}
+    loo = []
+    for i, (program, seconds) in enumerate(points):
+        others, _ = _constants(points[:i] + points[i + 1:])
+        loo.append(modelled_s(program, others) / seconds - 1)
+    return {"params": params, "errors": errors, "loo_errors": loo, "max_abs_error": max(abs(e) for e in errors),
+            "max_abs_loo_error": max(abs(e) for e in loo), "rms_log_error": float(np.sqrt(np.mean(residuals ** 2)))}

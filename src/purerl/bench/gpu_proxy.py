@@ -17,6 +17,7 @@ The CUDA plugin lives only in this benchmark's own venv (`PROXY`, built like a p
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -77,22 +78,29 @@ def purerl_program(task: str, seeds: int, total_timesteps: int, overrides: dict 
     return jax.jit(jax.vmap(train)).trace(*args), config.num_updates, config.matmul_dtype == "bfloat16"
 
 
-def purejaxrl_program(checkout: Path, task: str, seeds: int, total_timesteps: int, device):
-    """PureJaxRL's own ppo.py, patched as the purejaxrl peer runs it, vmapped over seeds as its README does."""
+@functools.lru_cache(maxsize=None)
+def _purejaxrl_module(checkout: Path):
+    """PureJaxRL's ppo.py from a patched copy of `checkout` (the purejaxrl peer's patches), once per process."""
     import importlib
     import tempfile
-
-    import jax
-    import jax.numpy as jnp
 
     sys.path.insert(0, str(Path(__file__).resolve().parent / "peer_scripts"))
     import purejaxrl_ppo
 
     folder = tempfile.mkdtemp(prefix="purejaxrl-proxy-")
     purejaxrl_ppo.patched_copy(checkout, Path(folder))
-    config = purejaxrl_ppo.purejaxrl_config(checkout, task, total_timesteps)
     sys.path.insert(0, folder)
-    train = importlib.import_module("ppo").make_train(config)
+    return importlib.import_module("ppo"), purejaxrl_ppo
+
+
+def purejaxrl_program(checkout: Path, task: str, seeds: int, total_timesteps: int, device):
+    """PureJaxRL's own ppo.py at its own config for the task, vmapped over seeds as its README does."""
+    import jax
+    import jax.numpy as jnp
+
+    ppo, runner = _purejaxrl_module(checkout)
+    config = runner.purejaxrl_config(checkout, task, total_timesteps)
+    train = ppo.make_train(config)
     keys = jax.ShapeDtypeStruct((seeds, 2), jnp.uint32, sharding=jax.sharding.SingleDeviceSharding(device))
     return jax.jit(jax.vmap(train)).trace(keys), config["NUM_UPDATES"], False
 
@@ -117,8 +125,6 @@ def fused_update_flops(inst, operand_shapes: list[str], low_precision: bool = Fa
 
 
 def measure_program(traced, num_updates: int, low_precision: bool = False) -> dict:
-    import functools
-
     from purerl.bench import hlo_count
 
     tick = time.perf_counter()
@@ -168,17 +174,19 @@ def venv_spec():
 
 
 def h100_points(records: list[dict]) -> list[dict]:
-    """Every H100 time the benchmark records hold: purerl's and PureJaxRL's PPO, by task and width."""
+    """Every H100 time the benchmark records hold of the proxy's tasks: purerl's and PureJaxRL's PPO, by width."""
     points = []
     for record in records:
-        if "H100" not in ((record.get("machine") or {}).get("gpu") or {}).get("name", "") or "rows" not in record:
+        if ("H100" not in ((record.get("machine") or {}).get("gpu") or {}).get("name", "") or "rows" not in record
+                or record["task"] not in TASKS):
             continue
         for row in record["rows"]:
             for system in ("purerl", "purejaxrl"):
                 result = row.get(system) or {}
                 if result.get("run_s") and not result.get("error"):
                     points.append({"system": system, "task": record["task"], "seeds": row["seeds"],
-                                   "total_timesteps": int(result["total_timesteps"]), "measured_s": result["run_s"]})
+                                   "total_timesteps": int(result["total_timesteps"]), "measured_s": result["run_s"],
+                                   "jax": (result.get("versions") or record.get("versions") or {}).get("jax", "?")})
     return points
 
 
@@ -193,8 +201,9 @@ def run(records: list[dict], purejaxrl: Path | None, python: str, timeout_s: flo
     jobs = [{"system": p["system"], "task": p["task"], "seeds": p["seeds"], "variant": "default",
              "total_timesteps": p["total_timesteps"]} for p in points if purejaxrl or p["system"] == "purerl"]
     jobs += [{"system": "purerl", "task": task, "seeds": seeds, "variant": variant,
-              "total_timesteps": steps[("purerl", task)]}
-             for task, widths in TASKS.items() for seeds in widths for variant in VARIANTS if variant != "default"]
+              "total_timesteps": steps[("purerl", task)]}  # the budget purerl's H100 time was measured at
+             for task, widths in TASKS.items() if ("purerl", task) in steps
+             for seeds in widths for variant in VARIANTS if variant != "default"]
     env = {**os.environ, **WORKER_ENV, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     programs = []
     for system, task in [(system, task) for system in ("purejaxrl", "purerl") for task in TASKS]:
@@ -208,7 +217,8 @@ def run(records: list[dict], purejaxrl: Path | None, python: str, timeout_s: flo
         stdout, error = harness.run_process(cmd, timeout_s, env)
         done = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
         programs += done + [{**job, "error": error or "not reached"} for job in mine[len(done):]]
-    key = lambda p: (p["system"], p["task"], p["seeds"], p.get("variant", "default"))  # noqa: E731
+    key = lambda p: (p["system"], p["task"], p["seeds"], p.get("variant", "default"),  # noqa: E731
+                     p["total_timesteps"])
     counted = {key(p): p for p in programs if not p.get("error")}
     fitted = [(counted[key({**p, "variant": "default"})], p["measured_s"]) for p in points
               if key({**p, "variant": "default"}) in counted]
@@ -217,8 +227,9 @@ def run(records: list[dict], purejaxrl: Path | None, python: str, timeout_s: flo
         if not p.get("error"):
             p["modelled_s"] = gpu_model.modelled_s(p, model["params"])
             p["terms_s"] = gpu_model.terms(p, model["params"])
-    fit_rows = [{**{k: p[k] for k in ("system", "task", "seeds", "measured_s")}, "error": e}
-                for p, e in zip([p for p in points if key({**p, "variant": "default"}) in counted], model["errors"])]
+    fitted_points = [p for p in points if key({**p, "variant": "default"}) in counted]
+    fit_rows = [{**{k: p[k] for k in ("system", "task", "seeds", "measured_s", "jax")}, "error": e, "loo_error": loo}
+                for p, e, loo in zip(fitted_points, model["errors"], model["loo_errors"])]
     return {"task": "gpu-proxy", "target": TARGET.name, "target_device": "NVIDIA H100 80GB HBM3",
             "programs": programs, "model": {**model, "points": fit_rows}, "goals": [[*k, v] for k, v in GOALS.items()],
             "variants": VARIANTS, "tasks": TASKS, "gpu_defaults": ON_GPU, "machine": harness.machine(),

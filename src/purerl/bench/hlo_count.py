@@ -13,18 +13,15 @@ GPU, a program compiled for a GPU target (`jax.experimental.topologies`) gives t
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
 
-DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
-               "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16, "token": 0, "s4": 0.5, "u4": 0.5,
-               "f8e4m3fn": 1, "f8e5m2": 1, "f8e4m3": 1, "f8e4m3fnuz": 1, "f8e5m2fnuz": 1}
+from purerl.bench.hlo_text import Computation, Instruction, dims, elements, parse, shape_bytes, tuple_elements
+
 # opcodes that name or regroup buffers and launch nothing
 NO_KERNEL = {"parameter", "get-tuple-element", "tuple", "bitcast", "constant", "after-all", "add-dependency",
              "opt-barrier", "partition-id", "replica-id", "domain", "get-dimension-size"}
-CONTROL = {"while", "conditional", "call", "async-start", "async-done", "async-update"}
 ELEMENTWISE_FLOP = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "exponential", "log", "tanh",
                     "logistic", "sqrt", "rsqrt", "power", "abs", "negate", "compare", "select", "exponential-minus-one",
                     "log-plus-one", "sine", "cosine", "atan2", "floor", "ceil", "round-nearest-even", "sign",
@@ -35,47 +32,6 @@ SLICING = {"dynamic-slice", "slice", "gather"}
 LOW_PRECISION = ("bf16", "f16")
 GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul", "__cudnn$")
 GEMM_FUSION_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__cublas", "__triton_scaled_dot_fusion")
-
-_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[([0-9,]*)\]")
-_LINE = re.compile(r"^\s*(ROOT\s+)?%([\w.\-]+)\s*=\s*(.*)$")
-_HEADER = re.compile(r"^(ENTRY\s+)?%([\w.\-]+)\s*\(.*\{\s*$")
-
-
-@dataclass
-class Instruction:
-    name: str
-    shape: str  # the result type as written: `f32[4,64]{1,0}` or a tuple `(s32[], f32[8]{0})`
-    opcode: str
-    operands: list[str]
-    attributes: str
-    root: bool = False
-
-    def attribute(self, key: str) -> str | None:
-        match = re.search(rf"\b{re.escape(key)}=(%[\w.\-]+|\{{[^}}]*\}}|\"[^\"]*\")", self.attributes)
-        return match.group(1) if match else None
-
-    def backend_config(self) -> dict:
-        start = self.attributes.find("backend_config=")
-        if start < 0:
-            return {}
-        text = self.attributes[start + len("backend_config="):]
-        if text.startswith('"'):  # older XLA quotes the JSON
-            text = text[1:text.find('"', 1)]
-        try:
-            return json.JSONDecoder().raw_decode(text)[0]
-        except ValueError:
-            return {}
-
-
-@dataclass
-class Computation:
-    name: str
-    instructions: list[Instruction]
-    entry: bool = False
-
-    def __post_init__(self):
-        self.by_name = {i.name: i for i in self.instructions}
-
 
 @dataclass(frozen=True)
 class Kernel:
@@ -123,82 +79,12 @@ class Counts:
                 "by_kind": {kind: self.launches_of(kind) for kind in kinds}}
 
 
-# ------------------------------------------------------------------ parsing
-def _balanced(text: str, start: int) -> int:
-    """Index just past the bracket group opening at text[start]."""
-    pairs = {"(": ")", "{": "}", "[": "]"}
-    stack = []
-    for i in range(start, len(text)):
-        char = text[i]
-        if char in pairs:
-            stack.append(pairs[char])
-        elif stack and char == stack[-1]:
-            stack.pop()
-            if not stack:
-                return i + 1
-        elif char == '"':  # skip a quoted string whole
-            end = text.find('"', i + 1)
-            i = end if end > 0 else i
-    return len(text)
-
-
-def _instruction(line: str) -> Instruction | None:
-    match = _LINE.match(line)
-    if not match:
-        return None
-    root, name, rest = match.groups()
-    if rest.startswith("("):
-        end = _balanced(rest, 0)
-    else:
-        end = rest.find(" ")
-    shape, rest = rest[:end], rest[end:].lstrip()
-    opcode_match = re.match(r"([\w\-]+)\(", rest)
-    if not opcode_match:
-        return None
-    opcode = opcode_match.group(1)
-    close = _balanced(rest, opcode_match.end() - 1)
-    operands = re.findall(r"%([\w.\-]+)", rest[opcode_match.end():close - 1])
-    return Instruction(name, shape, opcode, operands, rest[close:], bool(root))
-
-
-def parse(text: str) -> dict[str, Computation]:
-    """Every computation of an HLO module's text, by name."""
-    computations, current, lines = {}, None, []
-    for line in text.splitlines():
-        header = _HEADER.match(line)
-        if header and current is None:
-            current, lines = (header.group(2), bool(header.group(1))), []
-        elif current is not None and line.strip() == "}":
-            computations[current[0]] = Computation(current[0], lines, entry=current[1])
-            current = None
-        elif current is not None:
-            instruction = _instruction(line)
-            if instruction is not None:
-                lines.append(instruction)
-    return computations
-
-
-def shape_bytes(shape: str) -> float:
-    """Bytes of every array in a type (tuples summed)."""
-    return sum(math.prod(int(d) for d in dims.split(",") if d) * DTYPE_BYTES.get(dtype, 4)
-               for dtype, dims in _SHAPE.findall(shape))
-
-
-def dims(shape: str) -> list[int]:
-    match = _SHAPE.search(shape)
-    return [int(d) for d in match.group(2).split(",") if d] if match else []
-
-
-def _elements(shape: str) -> int:
-    return sum(math.prod(int(d) for d in dims.split(",") if d) for _, dims in _SHAPE.findall(shape))
-
-
 # ------------------------------------------------------------------ work of one kernel
 def _dot_flops(dot: Instruction, lhs_shape: str) -> float:
     contracting = dot.attribute("lhs_contracting_dims")
     lhs = dims(lhs_shape)
     axes = [int(a) for a in re.findall(r"\d+", contracting or "")]
-    return 2.0 * _elements(dot.shape) * math.prod(lhs[a] for a in axes if a < len(lhs))
+    return 2.0 * elements(dot.shape) * math.prod(lhs[a] for a in axes if a < len(lhs))
 
 
 def _computation_flops(comp: Computation, modules: dict[str, Computation], depth: int = 0) -> tuple[float, float]:
@@ -211,10 +97,10 @@ def _computation_flops(comp: Computation, modules: dict[str, Computation], depth
             flops += work
             low += work if lhs is not None and lhs.shape.startswith(LOW_PRECISION) else 0.0
         elif inst.opcode in ELEMENTWISE_FLOP:
-            flops += _elements(inst.shape)
+            flops += elements(inst.shape)
         elif inst.opcode == "reduce" and inst.operands:
             operand = comp.by_name.get(inst.operands[0])
-            flops += _elements(operand.shape) if operand else 0
+            flops += elements(operand.shape) if operand else 0
         elif inst.opcode == "fusion" and depth < 8:  # nested fusions of Triton GEMMs
             called = modules.get((inst.attribute("calls") or "").lstrip("%"))
             if called is not None:
@@ -225,23 +111,51 @@ def _computation_flops(comp: Computation, modules: dict[str, Computation], depth
 
 def _parameter_reads(comp: Computation) -> dict[str, float | None]:
     """For each parameter of a fused computation that is only sliced, the bytes its slices read (else None);
-    a parameter that is only the buffer a dynamic-update-slice writes into is read not at all (0)."""
+    a parameter that is only the buffer a dynamic-update-slice writes into is read not at all (0). A chain of
+    bitcasts between them (a reshape that moves no data) is looked through."""
     users: dict[str, list[Instruction]] = {}
     for inst in comp.instructions:
         for operand in inst.operands:
             users.setdefault(operand, []).append(inst)
+
+    def uses_of(name: str) -> list[tuple[Instruction, str]]:
+        out = []
+        for user in users.get(name, []):
+            out += uses_of(user.name) if user.opcode == "bitcast" else [(user, name)]
+        return out
+
     reads = {}
     for inst in comp.instructions:
         if inst.opcode != "parameter":
             continue
-        uses = users.get(inst.name, [])
-        if uses and all(u.opcode in SLICING and u.operands[0] == inst.name for u in uses):
-            reads[inst.name] = sum(shape_bytes(u.shape) for u in uses)
-        elif uses and all(u.opcode == "dynamic-update-slice" and u.operands[0] == inst.name for u in uses):
+        uses = uses_of(inst.name)
+        if uses and all(u.opcode in SLICING and u.operands[0] == via for u, via in uses):
+            reads[inst.name] = sum(shape_bytes(u.shape) for u, _ in uses)
+        elif uses and all(u.opcode == "dynamic-update-slice" and u.operands[0] == via for u, via in uses):
             reads[inst.name] = 0.0
         else:
             reads[inst.name] = None
     return reads
+
+
+def _written(called: Computation) -> float | None:
+    """Bytes a fusion writes where its results are updates in place (a dynamic-update-slice, alone or among the
+    elements of a tuple, through bitcasts): each such result only its update; None where nothing is in place."""
+    root = next((i for i in called.instructions if i.root), None)
+    if root is None:
+        return None
+    results = [called.by_name.get(o) for o in root.operands] if root.opcode == "tuple" else [root]
+    total, in_place = 0.0, False
+    for result in results:
+        while result is not None and result.opcode == "bitcast" and result.operands:
+            result = called.by_name.get(result.operands[0])
+        if result is not None and result.opcode == "dynamic-update-slice" and len(result.operands) > 1:
+            update = called.by_name.get(result.operands[1])
+            total += shape_bytes(update.shape) if update else 0.0
+            in_place = True
+        elif result is not None:
+            total += shape_bytes(result.shape)
+    return total if in_place else None
 
 
 def _kernel_work(inst: Instruction, comp: Computation, modules: dict[str, Computation],
@@ -265,26 +179,25 @@ def _kernel_work(inst: Instruction, comp: Computation, modules: dict[str, Comput
             for param in params:
                 sliced = reads.get(param.name)
                 read += shape_bytes(param.shape) if sliced is None else sliced
-            root = next((i for i in called.instructions if i.root), None)
-            if root is not None and root.opcode == "dynamic-update-slice" and len(root.operands) > 1:
-                update = called.by_name.get(root.operands[1])
-                written = shape_bytes(update.shape) if update else written
+            in_place = _written(called)
+            written = written if in_place is None else in_place
     elif inst.opcode == "custom-call":
         target = (inst.attribute("custom_call_target") or "").strip('"')
         kind = "gemm" if target.startswith(GEMM_TARGETS) else "custom-call"
-        if kind == "gemm" and len(operand_shapes) >= 2:
+        if kind == "gemm" and len(operand_shapes) >= 2:  # its result, then cuBLAS's s8 workspace (no data)
+            result = tuple_elements(inst.shape)[0]
+            written = shape_bytes(result)
             config = inst.backend_config().get("gemm_backend_config", {})
             axes = config.get("dot_dimension_numbers", {}).get("lhs_contracting_dimensions", [])
             lhs = dims(operand_shapes[0])
-            out = _elements(inst.shape.split(",")[0] if inst.shape.startswith("(") else inst.shape)
-            flops = 2.0 * out * math.prod(lhs[int(a)] for a in axes if int(a) < len(lhs))
+            flops = 2.0 * elements(result) * math.prod(lhs[int(a)] for a in axes if int(a) < len(lhs))
             low = flops if operand_shapes[0].startswith(LOW_PRECISION) else 0.0
         elif custom_call_flops is not None:  # a hand-written kernel: only its author knows its work
             flops, low = custom_call_flops(inst, operand_shapes) or (0.0, 0.0)
     elif inst.opcode == "copy":
         read = shape_bytes(operand_shapes[0]) if operand_shapes else written
     elif inst.opcode in ("sort", "reduce", "scatter", "select-and-scatter", "reduce-window"):
-        flops = float(sum(_elements(s) for s in operand_shapes))
+        flops = float(sum(elements(s) for s in operand_shapes))
     return kind, read + written, flops, low
 
 
@@ -307,7 +220,7 @@ def _walk(comp: Computation, modules: dict[str, Computation], weight: int, count
           custom_call_flops=None) -> None:
     for inst in comp.instructions:
         op = inst.opcode
-        if op in NO_KERNEL:
+        if op in NO_KERNEL or op.endswith(("-done", "-update")):  # an async op's end: its start launched it
             continue
         if op == "while":
             trip = inst.backend_config().get("known_trip_count", {}).get("n")
@@ -324,7 +237,7 @@ def _walk(comp: Computation, modules: dict[str, Computation], weight: int, count
             names = re.findall(r"%([\w.\-]+)", inst.attribute("branch_computations") or "")
             names += [(inst.attribute(k) or "").lstrip("%") for k in ("true_computation", "false_computation")]
             branches = [modules[n] for n in names if n in modules]
-            # the branch taken is decided at run time: count the one that launches most (an upper bound)
+            # the branch taken is decided at run time: count the one with more launches (an upper bound)
             trial = [Counts() for _ in branches]
             for branch, sub in zip(branches, trial):
                 _walk(branch, modules, weight, sub, seen, custom_call_flops)
@@ -333,7 +246,8 @@ def _walk(comp: Computation, modules: dict[str, Computation], weight: int, count
                 counts.kernels += most.kernels
                 counts.loop_iterations += most.loop_iterations
                 counts.conditionals += most.conditionals
-        elif op == "call" or op.startswith("async"):
+                counts.unknown_trip_counts += most.unknown_trip_counts
+        elif op in ("call", "async-start"):
             called = modules.get((inst.attribute("to_apply") or inst.attribute("calls") or "").lstrip("%"))
             if called is not None:
                 _walk(called, modules, weight, counts, seen, custom_call_flops)

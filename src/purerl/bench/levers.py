@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from purerl.algos.registry import GPU_LEVERS
 from purerl.bench import harness
 
 # task -> (agents, env steps per agent): the widths of the targets below, at budgets that fit one short GPU call
@@ -33,7 +34,7 @@ VARIANTS = {  # name -> config overrides
     "fused+bf16": {"update_kernel": "fused", "matmul_dtype": "bfloat16"},
     "unroll8": {"rollout_unroll": 8},
     "gather": {"minibatch_gather": True},
-    "on-a-gpu": {"update_kernel": "fused", "rollout_unroll": 8, "minibatch_gather": True},  # registry.GPU_LEVERS
+    "on-a-gpu": dict(GPU_LEVERS),  # what `purerl train` picks on a GPU for these tasks
 }
 XLA_OPTIONS = {  # name -> XLA_FLAGS, each measured on the plain variant in a process of its own
     "command-buffers-off": "--xla_gpu_enable_command_buffer=",

@@ -21,9 +21,9 @@ def _cell(value, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def section(record: dict, gpu_name: str) -> list[str]:
+def section(record: dict, gpu_name: str, command: str) -> list[str]:
     lines = [f"### PPO's GPU levers on the {gpu_name}, beside PureJaxRL", "",
-             f"`{record['command']}` at commit {record.get('commit') or 'unknown'}, {record.get('wall_s', 0):.0f} s "
+             f"`{command}` at commit {record.get('commit') or 'unknown'}, {record.get('wall_s', 0):.0f} s "
              "for the whole call.", "",
              "Each lever is a config option, so one process compiles and times every variant of a task in turn "
              "(`--matmul-dtype bfloat16`: bf16 matmuls, float32 weights and Adam state; `--update-kernel fused`: "

@@ -5,6 +5,7 @@ Public names without an underscore are what the GPU report (`bench/gpu.py`) reus
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from purerl.bench import proxy_report
@@ -64,15 +65,21 @@ def write_report(records: list[dict], out_md: Path, rendered: dict | None = None
         if "evolve" in record:
             lines += _evolve_section(record)
         if record["task"] == "gpu-proxy":
-            lines += proxy_report.section(record)
+            lines += proxy_report.section(record, portable(record["command"]))
     files.write_atomic(out_md, "\n".join(lines))
     return out_md
+
+
+def portable(command: str) -> str:
+    """A recorded command as anyone can run it: the folder given to `--purejaxrl` is the reader's own checkout,
+    not the path of the machine that ran it."""
+    return re.sub(r"(--purejaxrl[ =])\S+", r"\1PUREJAXRL_CHECKOUT", command)
 
 
 def command_line(record: dict) -> str:
     """The section's command, the purerl commit it ran at where the record has it, and its machine."""
     commit = f" at commit `{record['commit']}`" if record.get("commit") else " at a commit it did not record"
-    line = f"`{record.get('command', 'purerl bench')}`{commit}"
+    line = f"`{portable(record.get('command', 'purerl bench'))}`{commit}"
     m, v = record.get("machine"), record.get("versions")
     if m:
         line += f"; {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, Python {m['python']}"

@@ -134,9 +134,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.task == "gpu-proxy":
         from purerl.bench import gpu_proxy
 
+        known = json.loads(records_path.read_text()) if records_path.exists() else []
+        if not gpu_proxy.h100_points(known):  # before a venv of gigabytes is built for nothing
+            raise ConfigError(f"--task gpu-proxy fits its model to the H100 times in {records_path}: it holds none")
         python = peers.ensure_venv(gpu_proxy.venv_spec()) / "bin" / "python"
-        measured = json.loads(records_path.read_text()) if records_path.exists() else []
-        records.append(gpu_proxy.run(measured, args.purejaxrl, str(python)))
+        records.append(gpu_proxy.run(known, args.purejaxrl, str(python)))
     if args.task == "evolve":
         records.append(harness.bench_evolve(args.preset, args.repeats))
     if args.task == "gpu-levers":

@@ -89,9 +89,13 @@ def _unit(study_name: str, part: str) -> tuple:
 
 
 def _compute(study_name: str, part: str) -> dict | str:
-    """`components`, or the reason it cannot be computed here (a missing optional package, say) as a string."""
+    """`components`, or the reason it cannot be computed here (a missing optional package, say) as a string.
+    The programs are the CPU's (they are lowered for it), so the settings a GPU would choose never enter them."""
+    from purerl.runtime import backend
+
     try:
-        return components(study_name, part)
+        with backend.programs_for("cpu"):
+            return components(study_name, part)
     except Exception as error:  # noqa: BLE001  (reported per part by `purerl results --check`)
         return f"{type(error).__name__}: {error}".splitlines()[0]
 
