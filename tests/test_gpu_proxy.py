@@ -293,6 +293,9 @@ ENTRY %main (x: f32[1000,64], y: f32[1000,64], i: s32[], u: f32[1,64]) -> (f32[1
 """
     (kernel,) = hlo_count.count(text).kernels
     assert kernel.bytes == 4 + 64 * 4 + 2 * 64 * 4  # index and update read, two rows written
+    mixed = text.replace("tuple(%a, %b)", "tuple(%a, %p1)").replace("%b = f32", "%unused = f32")
+    (kernel,) = hlo_count.count(mixed).kernels  # a result that is no update: XLA writes every output whole
+    assert kernel.bytes == 4 + 64 * 4 + 1000 * 64 * 4 + 2 * 1000 * 64 * 4
 
 
 def test_a_cublas_gemm_counts_its_result_not_its_workspace():

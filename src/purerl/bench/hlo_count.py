@@ -139,23 +139,22 @@ def _parameter_reads(comp: Computation) -> dict[str, float | None]:
 
 
 def _written(called: Computation) -> float | None:
-    """Bytes a fusion writes where its results are updates in place (a dynamic-update-slice, alone or among the
-    elements of a tuple, through bitcasts): each such result only its update; None where nothing is in place."""
+    """Bytes a fusion writes when XLA:GPU updates its results in place: when every result is a
+    dynamic-update-slice (alone or the elements of a tuple, through bitcasts), each writes only its update; a
+    fusion with any other result is emitted as a loop over its whole outputs (None: priced by their shapes)."""
     root = next((i for i in called.instructions if i.root), None)
     if root is None:
         return None
     results = [called.by_name.get(o) for o in root.operands] if root.opcode == "tuple" else [root]
-    total, in_place = 0.0, False
+    total = 0.0
     for result in results:
         while result is not None and result.opcode == "bitcast" and result.operands:
             result = called.by_name.get(result.operands[0])
-        if result is not None and result.opcode == "dynamic-update-slice" and len(result.operands) > 1:
-            update = called.by_name.get(result.operands[1])
-            total += shape_bytes(update.shape) if update else 0.0
-            in_place = True
-        elif result is not None:
-            total += shape_bytes(result.shape)
-    return total if in_place else None
+        if result is None or result.opcode != "dynamic-update-slice" or len(result.operands) < 2:
+            return None
+        update = called.by_name.get(result.operands[1])
+        total += shape_bytes(update.shape) if update else 0.0
+    return total
 
 
 def _kernel_work(inst: Instruction, comp: Computation, modules: dict[str, Computation],
