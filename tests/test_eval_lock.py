@@ -1,4 +1,4 @@
-"""Issue 84: `eval` reads a run only while no other live process writes it: it refuses in one line (exit 2) a run
+"""`eval` reads a run only while no other live process writes it: it refuses in one line (exit 2) a run
 whose `.purerl-lock` a live process holds, so it neither writes into a live run nor reads (and calls damaged) its
 rotating checkpoints; a stale lock, whose process is gone, does not stop it."""
 

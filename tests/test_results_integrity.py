@@ -1,4 +1,4 @@
-"""Issue 84 and 85: a render refuses incomplete records, a refused evolve writes nothing into the winner's run,
+"""A render refuses incomplete records, a refused evolve writes nothing into the winner's run,
 and `results --check` names the parts it cannot check here instead of calling them stale."""
 
 import importlib.util

@@ -1,4 +1,4 @@
-"""Bad settings from Python are what bad flags are (issue 84): one `ConfigError` line naming the field, before
+"""Bad settings from Python are what bad flags are: one `ConfigError` line naming the field, before
 anything is compiled or written. Every config and hyperparameter class checks every field's type, and every
 number is finite, fits float32 and lies in the bounds the command line holds flags to."""
 

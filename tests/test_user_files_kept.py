@@ -1,4 +1,4 @@
-"""Issue 84: `--overwrite` and checkpoint rotation delete only files purerl wrote, at any depth: a user's file
+"""`--overwrite` and checkpoint rotation delete only files purerl wrote, at any depth: a user's file
 inside a checkpoint step folder, a folder of theirs with a digit name, a W&B run folder, or under W&B's names,
 stops `--overwrite` before anything is deleted, and keeps its step through rotation."""
 
@@ -14,27 +14,9 @@ from purerl.cli import build_parser, main
 from purerl.cli.train import train_spec
 from purerl.run import experiment, rundir, stopping
 from purerl.run.checkpoint import INVENTORY
+from tests.test_file_safety import reached, run_cli  # a command that reaches training counts as exit 0
 
 TRAIN = ["train", "--seeds", "1", *SMALL]
-
-
-class ReachedTraining(Exception):
-    """Every check passed: the command would now compile and train."""
-
-
-def reached(*args, **kwargs):
-    raise ReachedTraining
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit_:
-        code = exit_.code
-    except ReachedTraining:
-        code = 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
