@@ -35,8 +35,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from purerl.config import ConfigError
-from purerl.run.files import write_atomic
-from purerl.run.rundir import files_under
+from purerl.run.files import files_under, read_json, write_atomic
 from purerl.run.stopping import tell
 
 DIGEST = "sha256"  # the progress key of the checksum, which every checkpoint must carry
@@ -61,10 +60,10 @@ def record_inventory(step_folder: Path) -> None:
 def _inventory(step_folder: Path) -> set[str] | None:
     """The paths INVENTORY lists, or None when it is missing or not a list of paths (then nothing is purerl's)."""
     try:
-        listed = json.loads((step_folder / INVENTORY).read_text())
-    except (OSError, ValueError):
+        listed = read_json(step_folder / INVENTORY, "a checkpoint's inventory", list)
+    except ConfigError:
         return None
-    return set(listed) if isinstance(listed, list) and all(isinstance(f, str) for f in listed) else None
+    return set(listed) if all(isinstance(f, str) for f in listed) else None
 
 
 def foreign_in_step(step_folder: Path) -> list[str]:

@@ -103,6 +103,15 @@ def check_replaceable(path: Path, flag: str | None, own=written_by_purerl) -> No
         raise ConfigError(f"refusing to replace {path}: purerl did not write it; {instead}move it away first")
 
 
+def files_under(folder: Path) -> list[Path]:
+    """Everything under `folder` that is not a directory (links included, never followed): what a user may have
+    put there, which a deletion must know before it deletes."""
+    found = []
+    for root, dirs, names in os.walk(folder):
+        found += [Path(root, name) for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(root, d)))]]
+    return sorted(found)
+
+
 MAX_DEPTH = 64  # levels of nesting in a JSON file: purerl's own nest a handful; Python's parser recurses per level
 MAX_DIGITS = 40  # digits of a JSON integer: purerl's own are below 2**64 (20); int() of long ones is quadratic
 MAX_BYTES = 2**28  # a JSON file purerl reads whole: its own are kilobytes; beyond this, a wrong path (/dev/zero)

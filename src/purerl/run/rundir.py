@@ -24,7 +24,7 @@ from typing import Any
 from purerl.config import ConfigError
 from purerl.run.runlock import LOCK
 from purerl.run import records, runlock
-from purerl.run.files import read_json, temporary_name, write_atomic
+from purerl.run.files import files_under, read_json, temporary_name, write_atomic
 
 MARKER = ".purerl-run"
 CONFIG = "config.json"
@@ -82,15 +82,6 @@ def only_marker(out: Path) -> bool:
     out = Path(out)
     names = {p.name for p in out.iterdir()} if out.is_dir() else set()
     return MARKER in names and all(name in (MARKER, LOCK) or _temporary(name) for name in names)
-
-
-def files_under(folder: Path) -> list[Path]:
-    """Everything under `folder` that is not a directory (links included, never followed): what a user may have
-    put there, which a deletion must know before it deletes."""
-    found = []
-    for root, dirs, names in os.walk(folder):
-        found += [Path(root, name) for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(root, d)))]]
-    return sorted(found)
 
 
 def _foreign_in_checkpoints(folder: Path) -> list[str]:
