@@ -35,8 +35,8 @@ VARIANTS = {
     "bf16": {"matmul_dtype": "bfloat16"},
     "fused": {"update_kernel": "fused"},
     "gather": {"minibatch_gather": True},
-    ON_GPU: None,  # registry.Algorithm.gpu_defaults: what `purerl train` picks where JAX runs on a GPU
-    ON_GPU + "+bf16": {"matmul_dtype": "bfloat16"},  # those, and bf16 matmuls
+    ON_GPU: {},  # on top of registry.Algorithm.gpu_defaults, what `purerl train` picks where JAX runs on a GPU
+    ON_GPU + "+bf16": {"matmul_dtype": "bfloat16"},
 }
 WORKER_ENV = {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_gpu_autotune_level=0", "PURERL_NO_COMPILE_CACHE": "1"}
 
@@ -56,9 +56,9 @@ def _on(device, tree):
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
 
 
-def purerl_program(task: str, seeds: int, total_timesteps: int, overrides: dict | None, device,
-                   variant_on_gpu: bool = False):
-    """purerl's program as a GPU runs it (`population.batched` on a GPU: jit of vmap over members)."""
+def purerl_program(task: str, seeds: int, total_timesteps: int, overrides: dict, device, on_gpu: bool = False):
+    """purerl's program as a GPU runs it (`population.batched` on a GPU: jit of vmap over members); `on_gpu`:
+    with the settings purerl picks by itself on a GPU under `overrides`."""
     import jax
 
     from purerl.algos import registry
@@ -66,11 +66,11 @@ def purerl_program(task: str, seeds: int, total_timesteps: int, overrides: dict 
     from purerl.run.population import make_members
 
     config, hp = task_config(task, total_timesteps)
-    if overrides is None or variant_on_gpu:  # what purerl picks by itself on a GPU, then the variant's own
+    if on_gpu:
         from purerl import envs
 
         chosen = registry.get("ppo").gpu_defaults(config, envs.make(config.env), "mlp", "ppo", "clipped_l2")
-        overrides = {**chosen, **(overrides or {})}
+        overrides = {**chosen, **overrides}
     config = config.replace(**overrides)
     members = make_members(list(range(seeds)), hp)
     args = _on(device, (members.keys(), members.hyperparams.as_arrays()))
@@ -148,7 +148,7 @@ def worker(jobs: list[dict], checkout: Path | None) -> None:
         try:
             if job["system"] == "purerl":
                 program = purerl_program(job["task"], job["seeds"], job["total_timesteps"], VARIANTS[job["variant"]],
-                                         device, variant_on_gpu=job["variant"].startswith(ON_GPU))
+                                         device, on_gpu=job["variant"].startswith(ON_GPU))
             else:
                 program = purejaxrl_program(checkout, job["task"], job["seeds"], job["total_timesteps"], device)
             out = {**job, "jax": jax.__version__, **measure_program(*program)}
