@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import optax
 
 from purerl.algos import ppo as ppo_module
-from purerl.bench.worker import task_config
+from purerl_lab.bench.worker import task_config
 from purerl.nets.distributions import Categorical
 from purerl.envs.core import unroll_threefry_on_cpu
 from purerl.run.population import make_members

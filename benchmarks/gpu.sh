@@ -6,5 +6,5 @@ set -euo pipefail
 peer=()
 if [ -n "${PUREJAXRL:-}" ]; then peer=(--purejaxrl "$PUREJAXRL"); fi
 "${PURERL:-purerl}" bench --task all --preset gpu --peers "${PEERS:-none}" --repeats 1 ${peer[@]+"${peer[@]}"} "$@"
-"${PYTHON:-python3}" -m purerl.bench.gpu paper-presets
+"${PYTHON:-python3}" -m purerl_lab.bench.gpu paper-presets
 "${PURERL:-purerl}" bench --task gpu-levers ${peer[@]+"${peer[@]}"}

@@ -82,7 +82,7 @@ def main() -> None:
         return
     from ab_variants import VARIANTS
 
-    from purerl.bench.worker import task_config
+    from purerl_lab.bench.worker import task_config
     from purerl.run.population import make_members
 
     config, hp = task_config(args.task, args.total_timesteps)

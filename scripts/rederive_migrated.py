@@ -27,9 +27,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from purerl.publish import provenance
-from purerl.publish.fingerprint import changed
-from purerl.publish.fingerprint.parts import components
+from purerl_lab.publish import provenance
+from purerl_lab.publish.fingerprint import changed
+from purerl_lab.publish.fingerprint.parts import components
 from purerl.run.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ import numpy as np
 from purerl.meta import evolve, strategies
 from purerl.run import experiment
 from purerl.cli import build_parser, train_spec
-from purerl.studies import value_loss
+from purerl_lab.studies import value_loss
 
 MEMBERS = 10
 out = Path(sys.argv[1])

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from purerl.bench import harness, report
+from purerl_lab.bench import harness, report
 
 
 def test_worker_cold_then_warm_cache_and_report(tmp_path):
@@ -35,7 +35,7 @@ def _peer_script(name):
     import importlib
     import sys
 
-    from purerl.bench.peers import SCRIPTS_DIR
+    from purerl_lab.bench.peers import SCRIPTS_DIR
 
     sys.path.insert(0, str(SCRIPTS_DIR))
     return importlib.import_module(name)
@@ -46,8 +46,8 @@ def _purejaxrl_script():
 
 
 def test_rejax_value_peer_spells_purerls_dqn_and_pqn_presets():
-    from purerl.bench import worker
-    from purerl.bench.peers import PEERS
+    from purerl_lab.bench import worker
+    from purerl_lab.bench.peers import PEERS
 
     script = _peer_script("rejax_value")
     dqn, dqn_hp = worker.task_config("dqn")
@@ -132,7 +132,7 @@ def test_evolve_report_states_the_split_of_a_generation_and_renders_from_its_rec
     measured = text
 
     from purerl.cli import main
-    from purerl.publish import provenance
+    from purerl_lab.publish import provenance
 
     out = tmp_path / "rendered" / "benchmarks.md"
     assert main(["bench", "--render", "--out", str(out)]) == 2  # no records beside it: nothing to render
@@ -149,8 +149,8 @@ def test_evolve_report_states_the_split_of_a_generation_and_renders_from_its_rec
 
 @pytest.mark.timeout(600)
 def test_evolve_throughput_times_real_generations_and_their_parts(monkeypatch):
-    from purerl.bench import worker
-    from purerl.studies import value_loss
+    from purerl_lab.bench import worker
+    from purerl_lab.studies import value_loss
 
     # test_evolve's CLI run at the cpu preset's shape: its evaluation program is the one compiled there
     monkeypatch.setitem(value_loss.PRESETS, "tiny", dict(es=dict(population_size=4, generations=3, rollouts=4),
@@ -195,8 +195,8 @@ def test_every_bench_task_gives_its_widths_for_each_preset():
 
 
 def test_offpolicy_peers_spell_purerls_continuous_presets():
-    from purerl.bench import worker
-    from purerl.bench.peers import PEERS
+    from purerl_lab.bench import worker
+    from purerl_lab.bench.peers import PEERS
 
     rejax, sbx = _peer_script("rejax_offpolicy"), _peer_script("sbx_sac")
     for task in ("sac", "td3"):
@@ -237,7 +237,7 @@ def test_offpolicy_floor_counts_every_actor_step_of_a_policy_cycle(algo):
     import jax
 
     from purerl.algos import registry
-    from purerl.bench import floor, worker
+    from purerl_lab.bench import floor, worker
 
     base, hp = worker.task_config(algo, 600)
     base, hp = base.replace(hidden_sizes=(32, 32), buffer_size=1000, learning_starts=400), hp.as_arrays()
@@ -261,7 +261,7 @@ def test_offpolicy_floor_composes_a_run_from_its_steps():
     import jax.numpy as jnp
 
     from purerl.algos import registry
-    from purerl.bench import floor, worker
+    from purerl_lab.bench import floor, worker
 
     config, hp = worker.task_config("sac", 600)
     config = config.replace(hidden_sizes=(32, 32), buffer_size=1000, learning_starts=400, policy_frequency=1)

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from purerl.bench import gpu, harness
+from purerl_lab.bench import gpu, harness
 from cli_run import run_cli
 
 GPU = {"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "driver": "580.159.04", "count": 1}
@@ -27,7 +27,7 @@ def _width_record(machine):
 def test_gpu_records_get_their_own_section_and_keep_the_cpu_ones(tmp_path):
     cpu_record = _width_record({**MACHINE, "gpu": None})
     gpu_record = _width_record(MACHINE)
-    presets = {"task": "paper-presets", "command": "python -m purerl.bench.gpu paper-presets", "machine": MACHINE,
+    presets = {"task": "paper-presets", "command": "python -m purerl_lab.bench.gpu paper-presets", "machine": MACHINE,
                "versions": {}, "presets": [
                    gpu._evolve_row("purerl evolve value-loss --preset paper", [100.0, 30.0, 32.0], 512, 256,
                                    500_000, "stopped at its 240 s limit"),
@@ -51,7 +51,7 @@ def test_gpu_records_get_their_own_section_and_keep_the_cpu_ones(tmp_path):
 
 
 def test_the_harness_process_never_starts_jax():
-    code = ("from purerl import cli; from purerl.bench import gpu, harness; harness.machine(); harness.versions(); "
+    code = ("from purerl import cli; from purerl_lab.bench import gpu, harness; harness.machine(); harness.versions(); "
             "harness.gpu_count(); gpu.preset_numbers(); from jax._src import xla_bridge as xb; "
             "import json; print(json.dumps(sorted(xb._backends)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

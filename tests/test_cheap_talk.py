@@ -12,10 +12,10 @@ import pytest
 from purerl import envs
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig
-from purerl.studies.act.cheap_talk import CheapTalk
-from purerl.studies import act
+from purerl_lab.studies.act.cheap_talk import CheapTalk
+from purerl_lab.studies import act
 from purerl.run import stopping
-from purerl.studies.act import partials, test_time
+from purerl_lab.studies.act import partials, test_time
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +62,7 @@ def test_silent_training_messages_are_zeros_and_random_ones_are_not():
 
 
 def test_evolved_runs_are_found_per_prefix_and_es_seed_without_confusing_prefixes(tmp_path):
-    from purerl.studies.act import cli as act_cli
+    from purerl_lab.studies.act import cli as act_cli
 
     for name in ("test-time-es1", "test-time-es0", "test-time-exploiter-es0", "test-time-exploiter-silent-es0",
                  "test-time-exploiter-silent-es2", "anti-es0"):
@@ -175,7 +175,7 @@ def test_act_resume_continues_the_runs_that_exist_and_starts_the_missing_ones(mo
     """A test-time phase stopped in its second run resumes with one command, as `compare --resume` does."""
     from purerl.run import rundir
     from purerl.cli import main
-    from purerl.studies.act import cli as act_cli
+    from purerl_lab.studies.act import cli as act_cli
 
     calls = []
 
@@ -200,7 +200,7 @@ def test_act_resume_continues_the_runs_that_exist_and_starts_the_missing_ones(mo
 def test_an_evolve_run_without_report_only_evolves(monkeypatch, capsys, tmp_path):
     """Evaluating every run in the folder after each evolve run cost more than the run itself on Pendulum."""
     from purerl.cli import main
-    from purerl.studies.act import cli as act_cli
+    from purerl_lab.studies.act import cli as act_cli
 
     evolved = []
     monkeypatch.setattr(act_cli, "_evolve", lambda task, config, out, args, resume: evolved.append(out.name))
@@ -217,7 +217,7 @@ def _rows(n: int, **cis) -> dict:
 
 
 def test_no_act_verdict_from_fewer_victims_than_the_env_needs_and_one_above_where_cis_separate():
-    from purerl.studies.act import cli as act_cli
+    from purerl_lab.studies.act import cli as act_cli
 
     pairs = [("anti", "random adversary")]
     apart = dict(anti=(-620.0, -560.0), **{"random adversary": (-510.0, -460.0)})
@@ -247,7 +247,7 @@ def test_no_act_verdict_from_fewer_victims_than_the_env_needs_and_one_above_wher
 def test_victims_sets_the_fresh_seeds_an_evaluation_trains_and_records(monkeypatch, tmp_path):
     """--victims N evaluates seeds 20000 .. 20000 + N - 1; without it each env trains its own count."""
     from purerl.cli import main
-    from purerl.publish import provenance
+    from purerl_lab.publish import provenance
 
     evaluated = []
 
@@ -270,8 +270,8 @@ def test_victims_sets_the_fresh_seeds_an_evaluation_trains_and_records(monkeypat
 
 
 def test_every_registered_act_evaluation_trains_the_victims_its_verdicts_need():
-    from purerl.publish.catalog import STUDIES
-    from purerl.publish.fingerprint.core import parse_command
+    from purerl_lab.publish.catalog import STUDIES
+    from purerl_lab.publish.fingerprint.core import parse_command
 
     reports = [parse_command(c) for c in STUDIES["act"].commands if " --report " in c]
     assert {(args.phase, args.env) for args in reports} == {
@@ -284,8 +284,8 @@ def test_every_registered_act_evaluation_trains_the_victims_its_verdicts_need():
 def test_the_victims_count_is_in_the_evaluations_fingerprint_and_no_program_depends_on_it(monkeypatch):
     """Victims are trained one program each, vmapped: their count changes the seeds (an input) and the random
     adversaries, never a lowered program; CartPole's default count fingerprints as the 32 seeds it always had."""
-    from purerl.publish.catalog import STUDIES
-    from purerl.publish.fingerprint import act as act_fingerprint, core
+    from purerl_lab.publish.catalog import STUDIES
+    from purerl_lab.publish.fingerprint import act as act_fingerprint, core
 
     monkeypatch.setattr(core.Fingerprint, "program", lambda self, name, *args, **kw: self.add(f"program {name}", "-"))
 

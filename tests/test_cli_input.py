@@ -221,10 +221,10 @@ def finished_run(tmp_path_factory) -> Path:
 def _stop_before_work(monkeypatch) -> None:
     """Every command's expensive step raises ReachedTraining: validation passed, the work would start now."""
     from purerl.run import policy
-    from purerl.bench import harness
-    from purerl.studies import lpo
-    from purerl.studies.act import cli as act_cli
-    from purerl.studies.value_loss import report as value_loss_report
+    from purerl_lab.bench import harness
+    from purerl_lab.studies import lpo
+    from purerl_lab.studies.act import cli as act_cli
+    from purerl_lab.studies.value_loss import report as value_loss_report
 
     monkeypatch.setattr(experiment.Placement, "for_members", reached)
     monkeypatch.setattr(evolve, "Evolution", reached)

@@ -10,12 +10,12 @@ import pytest
 from purerl.algos.ppo import PPO
 from purerl.run import stopping
 from purerl.config import HyperParams, PPOConfig
-from purerl.studies.mfos.coin_game import CoinGame, CoinState
+from purerl_lab.studies.mfos.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
 from purerl.nets.layers import init_params
-from purerl.studies.mfos.coin_nets import ConvGRUActorCritic
-from purerl.studies.mfos import coin as mfos_coin
+from purerl_lab.studies.mfos.coin_nets import ConvGRUActorCritic
+from purerl_lab.studies.mfos import coin as mfos_coin
 
 RIGHT, LEFT, DOWN, UP = range(4)
 
@@ -167,7 +167,7 @@ def test_meta_game_opponent_learns_after_each_inner_episode_and_resets_each_meta
 
 def test_coin_cli_smoke(tmp_path, capsys):
     from purerl import cli
-    from purerl.publish import provenance
+    from purerl_lab.publish import provenance
 
     out, report = tmp_path / "coin", tmp_path / "docs" / "coin.md"
     code = cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--report", str(report)])
@@ -229,7 +229,7 @@ def test_coin_cli_resume_refuses_other_settings(tmp_path, capsys):
 def test_torus_conv_equals_a_circular_flax_conv(grid):
     import flax.linen as nn
 
-    from purerl.studies.mfos.coin_nets import TorusConv
+    from purerl_lab.studies.mfos.coin_nets import TorusConv
 
     x = jax.random.normal(jax.random.PRNGKey(0), (2, 5) + grid + (7,))
     params = TorusConv(4).init(jax.random.PRNGKey(1), x)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from purerl.publish import catalog, differences, document, provenance, staleness
-from purerl.studies.mfos import markdown, report
+from purerl_lab.publish import catalog, differences, document, provenance, staleness
+from purerl_lab.studies.mfos import markdown, report
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 NO_AUTHORS_CODE = {"pbt"}  # compared with a paper, not with code

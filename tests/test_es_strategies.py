@@ -12,7 +12,7 @@ import pytest
 
 from purerl.meta import evolve, evolve_files, strategies
 from purerl.config import ConfigError
-from purerl.studies import lpo, value_loss
+from purerl_lab.studies import lpo, value_loss
 
 OPTIMUM = 3.0
 START_DISTANCE2 = 2 * OPTIMUM**2  # from x = (0, 0)

@@ -17,7 +17,7 @@ import pytest
 from purerl.algos import loop
 from purerl.meta import evolve, evolve_files, strategies
 from purerl.config import ConfigError
-from purerl.studies import value_loss
+from purerl_lab.studies import value_loss
 
 TARGET = jnp.array([1.5, -0.5, 2.0])
 

@@ -1,4 +1,4 @@
-"""Fingerprints of published parts (`purerl.publish.fingerprint`): a pure refactor keeps them, a change to what a part
+"""Fingerprints of published parts (`purerl_lab.publish.fingerprint`): a pure refactor keeps them, a change to what a part
 computes (PPO's loss, the shuffle, an env's dynamics, the bootstrap, the ES loop) changes exactly the components,
 and so the documents, that use it; and `results --check` reads them, says what changed and marks stale parts."""
 
@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.publish import differences, document, fingerprint, provenance, staleness
-from purerl.publish.catalog import STUDIES
+from purerl_lab.publish import differences, document, fingerprint, provenance, staleness
+from purerl_lab.publish.catalog import STUDIES
 
 CARTPOLE = STUDIES["dpo"].commands[1]  # PPO, DPO and two LPO drifts on CartPole-v1
 ACROBOT = STUDIES["dpo"].commands[2]
@@ -55,7 +55,7 @@ def test_a_parts_commands_read_their_relative_paths_from_the_repository_wherever
     """`results --check` run from another directory once found no committed meta-parameters and marked parts stale."""
     import os
 
-    from purerl.publish.fingerprint import parts
+    from purerl_lab.publish.fingerprint import parts
 
     seen = []
     monkeypatch.setattr(parts, "_builder", lambda command: lambda fp, command: seen.append(Path(os.getcwd())))
@@ -103,7 +103,7 @@ def test_moving_and_renaming_the_shuffle_keeps_the_fingerprint(baseline, monkeyp
 
 
 def test_new_algorithm_preset_and_report_wording_keep_the_fingerprint(baseline, monkeypatch):
-    from purerl.meta import compare
+    from purerl_lab.studies import compare
     from purerl.algos import registry
     from purerl.config import PRESETS
 
@@ -154,7 +154,7 @@ def test_only_the_lpo_training_task_probes_the_evolutions_fitness(baseline, monk
     from purerl.meta import evolve
 
     assert "host lpo training fitness" in baseline["cartpole"] and "host lpo training fitness" not in baseline["acrobot"]
-    from purerl.publish.fingerprint.training import _lpo_fitness_probe
+    from purerl_lab.publish.fingerprint.training import _lpo_fitness_probe
 
     before = fingerprint.value_hash(_lpo_fitness_probe(["auc"]))
     paired = stats.paired_difference
@@ -281,7 +281,7 @@ def test_a_run_resumed_across_a_refactor_stays_current_and_across_a_computation_
     one computation; a session without a fingerprint falls back to its source hash."""
     import shlex
 
-    from purerl.publish import sessions
+    from purerl_lab.publish import sessions
 
     computed = {"hash": "f00", "components": {"program ppo run": "a"}}
     monkeypatch.setattr(fingerprint, "many", lambda wanted, workers=2, cache=True, refresh=False:
@@ -375,7 +375,7 @@ def test_a_run_resumed_on_another_cpu_kind_is_one_computation(tmp_path, monkeypa
     """Sessions on two CPU kinds: the host floats differ in the last bits, the sketches agree."""
     import shlex
 
-    from purerl.publish import sessions
+    from purerl_lab.publish import sessions
 
     values = np.random.default_rng(2).normal(size=50)
 
@@ -460,7 +460,7 @@ def test_mark_gives_sketches_only_to_parts_current_to_the_bit(tmp_path, monkeypa
 
 def stamped(record: dict, files: dict[str, bytes], package: Path) -> dict:
     """`record` stamped as computed from `files` (name -> bytes, written under `package`) in this environment."""
-    from purerl.publish.fingerprint import parts
+    from purerl_lab.publish.fingerprint import parts
 
     for name, data in files.items():
         (package / name).parent.mkdir(parents=True, exist_ok=True)
@@ -471,10 +471,10 @@ def stamped(record: dict, files: dict[str, bytes], package: Path) -> dict:
 
 def test_a_record_whose_stamp_holds_is_trusted_without_computing(tmp_path, monkeypatch):
     """A check on a fresh clone computes only the parts whose sources or inputs changed since their stamp."""
-    from purerl.publish.fingerprint import parts as fp_parts
+    from purerl_lab.publish.fingerprint import parts as fp_parts
 
     package = tmp_path / "purerl"
-    monkeypatch.setattr(fp_parts, "PACKAGE", package)
+    monkeypatch.setattr(fp_parts, "SOURCE", package)
     record = {"hash": "1", "components": {"program ppo run": "a"}}
     files = {"algos/ppo.py": b"def loss(): ...\n", "envs/gymnax.py": b"# env\n"}
     results = manifest_with(tmp_path, "dpo", {"CartPole-v1": part_entry(CARTPOLE, stamped(record, files, package)),
@@ -505,10 +505,10 @@ def test_a_record_whose_stamp_holds_is_trusted_without_computing(tmp_path, monke
 
 
 def test_mark_stamps_current_parts_and_leaves_stale_ones(tmp_path, monkeypatch):
-    from purerl.publish.fingerprint import parts as fp_parts
+    from purerl_lab.publish.fingerprint import parts as fp_parts
 
     package = tmp_path / "purerl"
-    monkeypatch.setattr(fp_parts, "PACKAGE", package)
+    monkeypatch.setattr(fp_parts, "SOURCE", package)
     record = {"hash": "1", "components": {"program ppo run": "a"}}
     now = stamped(record, {"algos/ppo.py": b"# PPO, moved\n"}, package)
     results = manifest_with(tmp_path, "dpo", {"CartPole-v1": part_entry(CARTPOLE, record),
@@ -524,5 +524,6 @@ def test_mark_stamps_current_parts_and_leaves_stale_ones(tmp_path, monkeypatch):
 
 def test_a_computed_record_is_stamped_with_the_sources_it_loaded():
     record = fingerprint.many([("pbt", "Acrobot-v1")], workers=1, cache=False)[("pbt", "Acrobot-v1")]
-    assert {"algos/ppo.py", "run/pbt.py", "stats.py"} <= set(record["loaded"]["files"].split())
+    assert {"purerl/algos/ppo.py", "purerl/run/pbt.py", "purerl/stats.py", "purerl_lab/studies/pbt/design.py"} <= set(
+        record["loaded"]["files"].split())
     assert fingerprint.stamp_holds(record)

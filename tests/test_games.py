@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.studies.mfos import games
+from purerl_lab.studies.mfos import games
 
 GAMMA = 0.96
 # Player 1's and player 2's payoffs, indexed [player-1 action][player-2 action], 0 = C.

@@ -165,7 +165,7 @@ def test_cli_lever_errors_are_one_line_and_exit_2(argv, tmp_path, capsys):
 
 
 def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
-    from purerl.bench import levers, levers_report
+    from purerl_lab.bench import levers, levers_report
 
     lines = []
     levers.measure("cartpole", 2, 512, ["xla", "fused"], matmul_size=64, emit=lambda text, flush: lines.append(text))
@@ -178,7 +178,7 @@ def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
     assert process["kernels_per_gradient_step"]["fusions"] > 1
     peer = {"peer": "purejaxrl", "seeds": 2, "total_timesteps": 512, "run_s_all": [2.0, 1.0], "compile_s": 1.0,
             "final_return": 20.0}
-    record = {"task": "gpu-levers", "targets": {"cartpole": 2.0}, "command": "python -m purerl.bench.levers run",
+    record = {"task": "gpu-levers", "targets": {"cartpole": 2.0}, "command": "python -m purerl_lab.bench.levers run",
               "processes": [{**process, "variants": rows},
                             {"task": "cartpole", "seeds": 2, "option": "no-triton-gemm", "variants": [],
                              "error": levers.OUT_OF_TIME}],
@@ -190,8 +190,8 @@ def test_lever_benchmark_records_every_variant_and_renders(tmp_path):
 
 
 def test_a_copied_tree_names_its_commit_only_when_it_has_no_history(monkeypatch):
-    from purerl.bench import harness
-    from purerl.publish import provenance
+    from purerl_lab.bench import harness
+    from purerl_lab.publish import provenance
 
     monkeypatch.setenv("PURERL_SOURCE_COMMIT", "abcdef1234567")
     monkeypatch.setattr(provenance, "git_state", lambda: (None, True))

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from purerl.bench import gpu_model, gpu_proxy, hlo_count, proxy_report
+from purerl_lab.bench import gpu_model, gpu_proxy, hlo_count, proxy_report
 
 GPU_SCAN = (Path(__file__).parent / "data" / "h100_scan.hlo").read_text()
 
@@ -174,7 +174,7 @@ def _record():
 
 
 def test_the_report_section_leads_with_the_ratio_against_its_goal():
-    from purerl.bench import report
+    from purerl_lab.bench import report
 
     lines = proxy_report.section(_record(), report.portable("purerl bench --task gpu-proxy --purejaxrl /root/x"))
     text = "\n".join(lines)

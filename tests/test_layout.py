@@ -1,17 +1,23 @@
-"""The package layout states the design (docs/architecture.md): layers import only the layers above them in
-its table, no module-level import circle, and every subpackage says in its docstring what it holds."""
+"""The package layout states the design (docs/architecture.md): the library (src/purerl) imports nothing of the lab
+(src/purerl_lab) at any level and no import circle, function-level imports included, passes through it; within each
+package, layers import only the layers above them in its table at module level, no module-level import circle; every
+subpackage says in its docstring what it holds."""
 
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "purerl"
+SOURCE = Path(__file__).resolve().parents[1] / "src"
+PACKAGES = ("purerl", "purerl_lab")
 
 
 def _modules() -> dict[str, Path]:
     found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    for package in PACKAGES:
+        for path in (SOURCE / package).rglob("*.py"):
+            if "peer_scripts" in path.parts:  # the peers' own scripts, run in their venvs
+                continue
+            parts = path.relative_to(SOURCE).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
 
@@ -28,27 +34,78 @@ def _run_at_import(body: list[ast.stmt]):
                 yield from _run_at_import(children)
 
 
-def _module_level_imports(path: Path, known: set[str]) -> set[str]:
-    name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    package = name.split(".")[:-1]  # a module's package; an __init__'s is the package it defines
+def _imports(path: Path, known: set[str], at_import_only: bool = True) -> set[str]:
+    """The modules of `known` that `path` imports: when it is imported, or (`at_import_only=False`) anywhere in it."""
+    parts = path.relative_to(SOURCE).with_suffix("").parts
+    package = list(parts[:-1])  # a module's package; an __init__'s is the package it defines
+    tree = ast.parse(path.read_text())
+    nodes = _run_at_import(tree.body) if at_import_only else ast.walk(tree)
     imported = set()
-    for node in _run_at_import(ast.parse(path.read_text()).body):
+    for node in nodes:
         if isinstance(node, ast.ImportFrom):
             module = node.module or ""
             if node.level:  # relative: from the package, one level up per extra dot
                 module = ".".join(package[:len(package) - node.level + 1] + ([module] if module else []))
-            if not module.startswith("purerl"):
-                continue
             for alias in node.names:
                 full = f"{module}.{alias.name}"
                 imported.add(full if full in known else module)
         elif isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names if alias.name.startswith("purerl")}
-    return imported & known
+            imported |= {alias.name for alias in node.names}
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return (imported & known) - {name}
+
+
+def _graph(at_import_only: bool) -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(path, set(modules), at_import_only) for name, path in modules.items()}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], [0]
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = counter[0]
+                counter[0] += 1
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def _in_library(name: str) -> bool:
+    return name.split(".")[0] == "purerl"
 
 
 def test_imports_run_at_import_time_are_found_wherever_they_sit(tmp_path, monkeypatch):
-    """An import inside a module-level `try` or `if`, or a relative one, binds the layers as a plain one does."""
+    """An import inside a module-level `try` or `if`, or a relative one, binds the layers as a plain one does; a
+    function's import counts only when every level is asked for."""
     package = tmp_path / "purerl"
     (package / "run").mkdir(parents=True)
     (package / "run" / "__init__.py").write_text("from . import files\n")
@@ -56,51 +113,53 @@ def test_imports_run_at_import_time_are_found_wherever_they_sit(tmp_path, monkey
         "try:\n    from ..algos import ppo\nexcept ImportError:\n    pass\nif True:\n    import purerl.stats\n"
         "def later():\n    from purerl import cli\n")
     known = {"purerl.run", "purerl.run.files", "purerl.algos.ppo", "purerl.stats", "purerl.cli"}
-    monkeypatch.setitem(globals(), "PACKAGE", package)
-    assert _module_level_imports(package / "run" / "__init__.py", known) == {"purerl.run.files"}
-    assert _module_level_imports(package / "run" / "files.py", known) == {"purerl.algos.ppo", "purerl.stats"}
+    monkeypatch.setitem(globals(), "SOURCE", tmp_path)
+    assert _imports(package / "run" / "__init__.py", known) == {"purerl.run.files"}
+    assert _imports(package / "run" / "files.py", known) == {"purerl.algos.ppo", "purerl.stats"}
+    assert _imports(package / "run" / "files.py", known, at_import_only=False) == {
+        "purerl.algos.ppo", "purerl.stats", "purerl.cli"}
+
+
+def test_circles_are_found():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_library_imports_nothing_of_the_lab_at_any_level():
+    upward = [f"{name} -> {imported}" for name, imports in _graph(at_import_only=False).items() if _in_library(name)
+              for imported in imports if not _in_library(imported)]
+    assert not upward, upward
+
+
+def test_no_import_circle_passes_through_the_library_function_level_imports_included():
+    circles = [circle for circle in _circles(_graph(at_import_only=False)) if any(map(_in_library, circle))]
+    assert not circles, circles
 
 
 def test_no_circle_among_module_level_imports():
-    modules = _modules()
-    graph = {name: _module_level_imports(path, set(modules)) - {name, "purerl"} for name, path in modules.items()}
-    done, on_path = set(), []
-
-    def visit(name):
-        if name in on_path:
-            raise AssertionError("import circle: " + " -> ".join(on_path[on_path.index(name):] + [name]))
-        if name in done:
-            return
-        on_path.append(name)
-        for imported in sorted(graph[name]):
-            visit(imported)
-        on_path.pop()
-        done.add(name)
-
-    for name in sorted(graph):
-        visit(name)
+    assert not _circles(_graph(at_import_only=True))
 
 
 def test_every_subpackage_says_what_it_holds():
-    for init in PACKAGE.rglob("__init__.py"):
-        assert ast.get_docstring(ast.parse(init.read_text())), f"{init.relative_to(PACKAGE)} has no docstring"
+    for package in PACKAGES:
+        for init in (SOURCE / package).rglob("__init__.py"):
+            assert ast.get_docstring(ast.parse(init.read_text())), f"{init.relative_to(SOURCE)} has no docstring"
 
 
-# docs/architecture.md's layer table, top to bottom: at module level a layer imports only itself and those above.
-LAYERS = ["config", "stats", "runtime", "envs", "nets", "kernels", "algos", "run", "publish", "meta", "studies", "bench", "api",
-          "cli"]
-RANK = {"config": 0, "stats": 0, "checks": 0, **{name: rank for rank, name in enumerate(LAYERS[2:], start=1)}}
+# docs/architecture.md's layer tables, top to bottom: at module level a layer imports only itself and those above.
+# The lab's layers all sit below the library's.
+LIBRARY = ["config", "stats", "runtime", "envs", "nets", "kernels", "algos", "run", "meta", "api", "cli"]
+LAB = ["publish", "studies", "bench", "cli"]
+RANK = {**{f"purerl.{name}": 0 for name in ("config", "stats", "checks", "version")},
+        **{f"purerl.{name}": rank for rank, name in enumerate(LIBRARY[2:], start=1)},
+        **{f"purerl_lab.{name}": rank for rank, name in enumerate(LAB, start=len(LIBRARY))}}
+
+
+def _layer(name: str) -> int:
+    return RANK[".".join(name.split(".")[:2])]
 
 
 def test_module_level_imports_point_only_to_the_layers_above():
-    modules = _modules()
-    upward = []
-    for name, path in modules.items():
-        if name == "purerl" or "peer_scripts" in path.parts:
-            continue
-        rank = RANK[name.split(".")[1]]
-        for imported in _module_level_imports(path, set(modules)) - {"purerl"}:
-            allowed = name.startswith("purerl.studies.") and name.endswith(".cli") and imported == "purerl.cli.args"
-            if RANK[imported.split(".")[1]] > rank and not allowed:
-                upward.append(f"{name} -> {imported}")
+    upward = [f"{name} -> {imported}" for name, imports in _graph(at_import_only=True).items()
+              if name not in PACKAGES for imported in imports - set(PACKAGES) if _layer(imported) > _layer(name)]
     assert not upward, upward

@@ -17,10 +17,11 @@ from cli_run import SMALL
 from purerl import stats
 from purerl.cli import build_parser, main, train_spec
 from purerl.config import ConfigError, PPOConfig
-from purerl.meta import compare, evolve, lpo_report
+from purerl.meta import evolve
+from purerl_lab.studies import compare, lpo_report
 from purerl.run import results
 from purerl.run.trainspec import TrainSpec
-from purerl.studies import lpo
+from purerl_lab.studies import lpo
 
 TASK = {"env": "CartPole-v1", "fitness": "auc", "total_timesteps": 1024, "num_envs": 4, "num_steps": 32}
 

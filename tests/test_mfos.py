@@ -11,11 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl.publish import provenance
+from purerl_lab.publish import provenance
 from purerl.config import ConfigError
 from purerl.run import stopping
-from purerl.studies.mfos import analysis, baselines, games, meta_game, report, runs, self_play, settings, table
-from purerl.studies.mfos import cli as mfos_cli
+from purerl_lab.studies.mfos import analysis, baselines, games, meta_game, report, runs, self_play, settings, table
+from purerl_lab.studies.mfos import cli as mfos_cli
 
 GAMMA = 0.96
 IPD = {(0, 0): (-1, -1), (0, 1): (-3, 0), (1, 0): (0, -3), (1, 1): (-2, -2)}  # (a1, a2) -> (r1, r2); 0 = C
@@ -332,7 +332,7 @@ def test_cli_trains_then_resume_finds_the_finished_run(tmp_path, capsys):
 def test_one_run_writes_its_published_report_with_the_paper_numbers_and_its_agents(tmp_path, monkeypatch):
     """`mfos --report` (the paper-scale IPD document): final numbers beside the paper's, the ZD analysis,
     the plots and every seed's agent beside the report, and one manifest part naming the command."""
-    from purerl.publish import provenance
+    from purerl_lab.publish import provenance
 
     monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 6 + "abcd", False))  # a clean checkout
     report = tmp_path / "results" / "mfos_paper.md"

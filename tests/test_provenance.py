@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from purerl import stats
-from purerl.meta import compare
-from purerl.publish import catalog, document, provenance, sessions, staleness
+from purerl_lab.studies import compare
+from purerl.runtime import hostinfo
+from purerl_lab.publish import catalog, document, provenance, sessions, staleness
 from purerl.run import files, rundir
 from purerl.cli import main
 from purerl.config import ConfigError
@@ -29,12 +30,13 @@ def toy(tmp_path, monkeypatch):
     (package / "core" / "algo.py").write_text("LR = 1\n")
     (package / "core" / "env.py").write_text("STEPS = 2\n")
     (package / "cli.py").write_text("HELP = 'x'\n")
-    monkeypatch.setattr(provenance, "PACKAGE", package)
+    monkeypatch.setattr(provenance, "SOURCE", package)
     monkeypatch.setattr(provenance, "REPO", tmp_path)
     monkeypatch.setattr(provenance, "STUDIES", {"toy": STUDY})
     monkeypatch.setattr(catalog, "STUDIES", {"toy": STUDY})
-    monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 6 + "abcd", False))
-    monkeypatch.setattr(provenance, "machine", lambda: {"cpu": "Test CPU", "cores": 2, "backend": "cpu",
+    for module in (provenance, hostinfo):  # a part's record, and the session facts a render records
+        monkeypatch.setattr(module, "git_state", lambda: ("c0ffee" * 6 + "abcd", False))
+        monkeypatch.setattr(module, "machine", lambda: {"cpu": "Test CPU", "cores": 2, "backend": "cpu",
                                                         "load_average_1m": 1.0})
     return package
 
@@ -109,7 +111,7 @@ def test_git_state_sees_uncommitted_source(tmp_path, monkeypatch):
     git("init", "-q")
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    monkeypatch.setattr(provenance, "REPO", repo)
+    monkeypatch.setattr(hostinfo, "CHECKOUT", repo)
     commit, dirty = provenance.git_state()
     assert len(commit) == 40 and not dirty
     (repo / "docs").mkdir()
@@ -236,7 +238,7 @@ def test_every_registered_study_names_existing_dependency_files():
     for study in provenance.STUDIES.values():
         assert provenance.study_files(study), study.name
         for pattern in study.depends:
-            assert list(provenance.PACKAGE.glob(pattern)), f"{study.name}: {pattern} matches nothing"
+            assert list(provenance.SOURCE.glob(pattern)), f"{study.name}: {pattern} matches nothing"
 
 
 # ------------------------------------------------------------------------------------------ statistics rules
@@ -256,8 +258,8 @@ def test_a_seed_that_is_not_finite_gives_no_interval_and_is_named():
     assert stats.describe(s).endswith("(n=12, 1 not finite, no CI)")
     assert stats.separation(s, stats.summarize(np.arange(12.0) + 100)) == 0
     assert stats.not_finite(s) and not stats.not_finite(stats.summarize(np.arange(12.0)))
-    from purerl.studies.pbt import design as pbt_design
-    from purerl.studies.versus import design as versus_design
+    from purerl_lab.studies.pbt import design as pbt_design
+    from purerl_lab.studies.versus import design as versus_design
 
     other = stats.summarize(np.arange(12.0))
     assert versus_design.verdict(s, other, "A", "B").endswith("(no CI: a seed's value is not finite (diverged))")

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from purerl.publish import provenance
+from purerl_lab.publish import provenance
 from purerl.cli import main
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
@@ -39,7 +39,7 @@ def test_act_train_time_table_is_reproduced_from_the_committed_adversaries(tmp_p
 def test_mfos_analysis_is_reproduced_from_the_committed_agents():
     """The M-FOS agents the table trained against NL, replayed against the same fresh NLs, give the table's
     analysis exactly on the kind of machine that made it (float rounding elsewhere)."""
-    from purerl.studies.mfos.runs import largest_difference, replay_table_agents
+    from purerl_lab.studies.mfos.runs import largest_difference, replay_table_agents
 
     record = json.loads((RESULTS / "mfos" / "table.json").read_text())
     machine = provenance.read_manifest(RESULTS)["mfos.md"]["parts"]["ipd"]["machine"]["cpu"]

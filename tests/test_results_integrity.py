@@ -14,7 +14,7 @@ import pytest
 from purerl.cli import main
 from purerl.config import ConfigError
 from purerl.meta import evolve, strategies
-from purerl.publish import fingerprint, provenance, records, staleness
+from purerl_lab.publish import fingerprint, provenance, records, staleness
 from purerl.run import rundir, runlock
 
 BRAX_PARTS = [("dpo.md", "brax:ant"), ("dpo.md", "brax:halfcheetah"), ("offpolicy.md", "brax:hopper")]

@@ -53,7 +53,7 @@ def test_brax_hopper_ppo_return_rises():
 def test_value_loss_cpu_preset_improves_fitness(tmp_path):
     """`purerl evolve value-loss` (CPU preset, ~20 min): last generation's mean fitness beats the first's."""
     from purerl.meta import evolve
-    from purerl.studies import value_loss
+    from purerl_lab.studies import value_loss
 
     task, config = value_loss.make_task("cpu"), value_loss.es_config("cpu")
     log = evolve.run(evolve.Evolution(task, config), tmp_path, evolve.config_json(task, config), progress=False)
@@ -65,7 +65,7 @@ def test_lpo_cpu_preset_improves_on_its_first_generations_and_leaves_ppo(tmp_pat
     """`purerl evolve lpo` (CPU preset, 20 of its 300 generations, about 2 minutes): the population's mean
     fitness (AUC) rises over its first generations, and the ES mean's drift is no longer PPO's."""
     from purerl.meta import evolve, evolve_files
-    from purerl.studies import lpo
+    from purerl_lab.studies import lpo
 
     task, config = lpo.make_task("cpu"), lpo.es_config("cpu", generations=20)
     log = evolve.run(evolve.Evolution(task, config), tmp_path, evolve.config_json(task, config), progress=False)

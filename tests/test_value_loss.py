@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from purerl import stats
-from purerl.publish import provenance
+from purerl_lab.publish import provenance
 from purerl.algos.objectives import l2, learned_log_weight, learned_value_loss, mlp_value_loss
 from purerl.cli import main
 from purerl.config import ConfigError, PPOConfig
-from purerl.studies import value_loss
-from purerl.studies.value_loss import markdown, record, report, shape as value_loss_shape, tuning
+from purerl_lab.studies import value_loss
+from purerl_lab.studies.value_loss import markdown, record, report, shape as value_loss_shape, tuning
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +55,7 @@ def test_shape_numbers_read_l2_as_symmetric_convex_and_see_a_tilt():
 @pytest.mark.slow
 def test_analyze_writes_held_out_record_from_evolve_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(value_loss.PRESETS["cpu"], "inner", dict(num_envs=4, num_steps=64, total_timesteps=1024))
-    monkeypatch.setattr("purerl.studies.value_loss.report.DYNAMICS_SEEDS", 2)
+    monkeypatch.setattr("purerl_lab.studies.value_loss.report.DYNAMICS_SEEDS", 2)
     runs = []
     for seed in (0, 1):
         out = tmp_path / f"seed{seed}"
@@ -312,8 +312,8 @@ def test_fingerprint_of_an_unextended_analysis_is_what_it_was_and_the_published_
     """An analysis of the scaled form alone without tuning lowers and probes what it always did; the published one
     (both forms, --tuned-l2) adds the tuning, each form's loss numbers and the paired differences (programs are not
     lowered here: their names are enough)."""
-    from purerl.publish.catalog import STUDIES
-    from purerl.publish.fingerprint import core, training
+    from purerl_lab.publish.catalog import STUDIES
+    from purerl_lab.publish.fingerprint import core, training
 
     monkeypatch.setattr(core.Fingerprint, "program", lambda self, name, *args, **kw: self.add(f"program {name}", "-"))
 
@@ -337,7 +337,7 @@ def test_fingerprint_of_an_unextended_analysis_is_what_it_was_and_the_published_
 @pytest.mark.slow
 def test_analyze_evaluates_both_forms_against_a_tuned_l2(tmp_path, monkeypatch):
     monkeypatch.setitem(value_loss.PRESETS["cpu"], "inner", dict(num_envs=4, num_steps=64, total_timesteps=1024))
-    monkeypatch.setattr("purerl.studies.value_loss.report.DYNAMICS_SEEDS", 2)
+    monkeypatch.setattr("purerl_lab.studies.value_loss.report.DYNAMICS_SEEDS", 2)
     monkeypatch.setattr(tuning, "GRID", (0.125, 0.5))
     runs = []
     for form, seed in (("scaled", 0), ("mlp", 0), ("mlp", 1)):
@@ -406,7 +406,7 @@ def test_the_critic_fit_is_judged_only_from_a_paired_ci_and_an_old_record_gets_n
 
 def test_each_evolution_says_who_made_it_and_its_provenance_travels_with_its_copy(tmp_path):
     from purerl.run import rundir
-    from purerl.studies.value_loss import findings
+    from purerl_lab.studies.value_loss import findings
 
     committed = Path(__file__).parents[1] / "docs" / "results" / "value_loss" / "es_seed0"
     source = tmp_path / "run"

@@ -14,10 +14,10 @@ import pytest
 
 from cli_run import run_cli
 from purerl.cli import main
-from purerl.publish import catalog, fingerprint, provenance
+from purerl_lab.publish import catalog, fingerprint, provenance
 from purerl.run import results, stopping
 from purerl.config import ConfigError
-from purerl.studies.versus import design as study, evaluation
+from purerl_lab.studies.versus import design as study, evaluation
 
 # 2 envs x 50 steps per update for both (Pendulum's 200-step episodes end every 4 updates), 16 updates.
 TINY = ["--env", "Pendulum-v1", "--seeds", "2", "--num-envs", "2", "--num-steps", "50", "--num-minibatches", "2",
@@ -174,7 +174,7 @@ def test_a_foreign_file_where_the_plot_goes_is_refused(capsys, tmp_path):
 
 def test_the_registered_command_resumes_and_a_change_to_sac_moves_only_its_sac_program(monkeypatch):
     from purerl.algos import sac
-    from purerl.publish.fingerprint.versus import versus_part
+    from purerl_lab.publish.fingerprint.versus import versus_part
 
     study_ = catalog.STUDIES["offpolicy"]
     assert "offpolicy" in fingerprint.COVERED

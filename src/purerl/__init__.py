@@ -4,8 +4,7 @@ A training run is a pure function `train(key, hyperparams, meta_params)`; jit it
 for one XLA program, vmap it for many seeds, hyperparameters or ES candidates.
 """
 
-__version__ = "0.1.0"
-
+from purerl.version import __version__  # noqa: E402
 from purerl.runtime import compile_cache, host_devices  # noqa: E402
 
 host_devices.enable_default()

@@ -1,6 +1,11 @@
 """`purerl`: the command line. Each command lives in a small module that adds its parser (with `run` set
 to its handler); this module parses, and turns every `ConfigError` into one line on stderr with exit 2.
 
+The library's commands are train, eval, evolve, plot and summary. Other packages add theirs through the
+entry-point group `purerl.commands`: each entry is a function `add(subparsers)` that adds parsers the same way
+(purerl's lab adds its studies, `results` and `bench`). A command whose parser sets `graceful=True` trains and
+checkpoints: it hears SIGINT/SIGTERM from its first line.
+
 Each handler imports what it runs when it runs; bad input is refused before anything compiles. The package
 itself imports its algorithms, so building the parser loads jax (`--help` takes about 1.7 s); help that would import
 more (the ES defaults of every meta-task) is worked out only when shown (`Parser.defer_help`).
@@ -16,37 +21,28 @@ import sys
 
 from purerl.runtime import host_devices
 from purerl.run import runlock
+from importlib import metadata
+
 from purerl.cli import meta, tools, train
 from purerl.cli.args import EXIT_USAGE, Parser
 from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
 from purerl.config import ConfigError
 from purerl.run.stopping import StopRequested, graceful_stop, pending, tell
 
-GRACEFUL = {"train", "compare", "evolve", "act", "mfos", "analyze", "pbt-study", "versus"}  # the commands that train and checkpoint
+COMMANDS = "purerl.commands"  # the entry-point group of other packages' commands
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="purerl", description="Reinforcement learning as compiled JAX programs.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     train.add_train(sub)
-    train.add_compare(sub)
     meta.add_evolve(sub)
-    meta.add_act(sub)
-    tools.add_bench(sub)
-    from purerl.studies.mfos import cli as mfos
-
-    mfos.add_arguments(sub)
-    sub.choices["mfos"].set_defaults(run=mfos.run_cli)
-    from purerl.studies.pbt import cli as pbt_study
-
-    pbt_study.add_arguments(sub)
-    from purerl.studies.versus import cli as versus
-
-    versus.add_arguments(sub)
-    meta.add_analyze(sub)
-    tools.add_results(sub)
     tools.add_runs(sub)
     train.add_eval(sub)
+    for point in sorted(metadata.entry_points(group=COMMANDS), key=lambda p: p.name):
+        point.load()(sub)
+    for name in ("train", "evolve"):
+        sub.choices[name].set_defaults(graceful=True)
     return parser
 
 
@@ -62,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         # A command that trains hears SIGINT/SIGTERM from its first line on, not only once its chunks run: a signal
         # during the first compile is then neither lost (a KeyboardInterrupt raised inside a gc callback is
         # ignored) nor a silent kill (SIGTERM's default), and a second one after a graceful stop exits 128 + N.
-        with graceful_stop() if args.command in GRACEFUL else contextlib.nullcontext(), runlock.locking():
+        with graceful_stop() if getattr(args, "graceful", False) else contextlib.nullcontext(), runlock.locking():
             code = args.run(args)  # every run directory it writes is held until it returns
         heard = pending()
         if heard is not None:  # heard when no run was left to stop: the work is done, the signal still said stop

@@ -1,4 +1,4 @@
-"""`purerl train | compare | eval`: training experiments on many seeds, and what they trained."""
+"""`purerl train | eval`: training experiments on many seeds, and what they trained."""
 
 from __future__ import annotations
 
@@ -48,20 +48,6 @@ def add_train(sub) -> None:
     add_pbt_flags(train)
     add_distributed_flags(train)
     train.set_defaults(run=cmd_train)
-
-
-def add_compare(sub) -> None:
-    compare = sub.add_parser("compare", help="train several policy objectives on identical seeds")
-    add_train_flags(compare, default_seeds=16, algorithms=("ppo",), grid=False)  # the objectives are PPO's
-    compare.add_argument("--objectives", default="ppo,dpo", help="comma-separated: ppo, dpo, lpo:PATH")
-    compare.add_argument("--runs-dir", type=path, default=Path("runs/compare"), help="where the full runs go")
-    compare.add_argument("--resume", action="store_true",
-                         help="continue each objective's run in --runs-dir from its checkpoint (finished runs are kept)")
-    compare.add_argument("--overwrite", action="store_true",
-                         help="replace the purerl runs of these objectives already in --runs-dir")
-    compare.add_argument("--report", type=path, help="markdown regenerated here, per-env JSON and plots beside it in "
-                         "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/report.md)")
-    compare.set_defaults(run=cmd_compare)
 
 
 MAX_EPISODES = 2**20  # episodes per member in one evaluation: beyond it only a memory error (or an abort)
@@ -181,46 +167,6 @@ def print_summary(out: Path, summary: dict) -> None:
     if diverged:
         print(f"purerl: warning: {len(diverged)} of {summary['members']} members diverged (non-finite loss, episode "
               f"return or parameters): {', '.join(diverged[:4])}{', ...' if len(diverged) > 4 else ''}", file=sys.stderr)
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    from purerl import stats
-    from purerl.meta import compare
-    from purerl.publish import provenance
-
-    spec = train_spec(args)
-    if spec.grid:
-        raise ConfigError("compare runs one hyperparameter setting; give single values")
-    objectives = [o for o in args.objectives.split(",") if o]
-    if len(objectives) < 2:
-        raise ConfigError(f"--objectives needs at least two objectives, got '{args.objectives}'")
-    report = provenance.check_report(args.report or args.runs_dir / "report.md", "dpo")
-    results_dir = report.parent / report.stem
-    _check_compare_outputs(args, spec.config.env, report)
-    record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",
-                             progress=not args.no_progress, resume=args.resume, overwrite=args.overwrite,
-                             argv=args.argv)
-    sessions = record["sessions"]
-    provenance.record("dpo", report, record["env"], args.argv, record["training_s"],
-                      {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]},
-                      sessions=sessions if len(sessions) > 1 else None, wall_summed=True)
-    report = compare.write_report(results_dir, report, compare.TITLE)
-    for label, row in record["objectives"].items():
-        s = row["final_return"]
-        print(f"{record['env']} {label:4s} final return {stats.describe(s)}")
-    print(f"report: {report}")
-    return 0
-
-
-def _check_compare_outputs(args: argparse.Namespace, env: str, report: Path) -> None:
-    """Before anything compiles: no file purerl did not write is replaced (the run directories themselves are
-    checked by `compare.compare`, with `rundir.prepare_each`, before the first compiles)."""
-    from purerl.publish import provenance, sessions
-
-    if args.resume and args.overwrite:
-        raise ConfigError("--resume and --overwrite exclude each other")
-    files.check_replaceable(args.runs_dir / env / sessions.SESSIONS, "--runs-dir", own=sessions.is_record)
-    provenance.check_report(report, "dpo", data=(f"{files.slug(env)}.json", f"{files.slug(env)}.png"))
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -18,7 +18,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from purerl import __version__, stats
+from purerl import stats
+from purerl.version import __version__
 from purerl.algos import loop, registry
 from purerl.run import log_backends, loggers, pbt, pbt_files, results, rundir
 from purerl.run.chunks import Checkpoints, run_chunks

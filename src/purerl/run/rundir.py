@@ -233,7 +233,7 @@ def _check_summary(path: Path) -> None:
 
 def record_session(out: Path, facts: dict) -> None:
     """Append one session's facts to provenance.json, so a run resumed across sessions, commits or machines says
-    which of them produced it. evolve appends `provenance.run_facts` (command, commit, machine) when a session
+    which of them produced it. evolve appends `hostinfo.run_facts` (command, commit, machine) when a session
     ends, so a SIGKILLed session leaves no record there; mfos appends `publish.sessions.facts` (commit, source
     hash) when a session starts, so every session that trained is counted."""
     out = Path(out)
