@@ -271,7 +271,7 @@ def test_victims_sets_the_fresh_seeds_an_evaluation_trains_and_records(monkeypat
 
 def test_every_registered_act_evaluation_trains_the_victims_its_verdicts_need():
     from purerl_lab.publish.catalog import STUDIES
-    from purerl_lab.publish.fingerprint.core import parse_command
+    from purerl_lab.studies.commands import parse_command
 
     reports = [parse_command(c) for c in STUDIES["act"].commands if " --report " in c]
     assert {(args.phase, args.env) for args in reports} == {
@@ -285,7 +285,8 @@ def test_the_victims_count_is_in_the_evaluations_fingerprint_and_no_program_depe
     """Victims are trained one program each, vmapped: their count changes the seeds (an input) and the random
     adversaries, never a lowered program; CartPole's default count fingerprints as the 32 seeds it always had."""
     from purerl_lab.publish.catalog import STUDIES
-    from purerl_lab.publish.fingerprint import act as act_fingerprint, core
+    from purerl_lab.publish.fingerprint import core
+    from purerl_lab.studies.act import fingerprint as act_fingerprint
 
     monkeypatch.setattr(core.Fingerprint, "program", lambda self, name, *args, **kw: self.add(f"program {name}", "-"))
 

@@ -222,7 +222,7 @@ def _stop_before_work(monkeypatch) -> None:
     """Every command's expensive step raises ReachedTraining: validation passed, the work would start now."""
     from purerl.run import policy
     from purerl_lab.bench import harness
-    from purerl_lab.studies import lpo
+    from purerl_lab.studies.dpo import lpo
     from purerl_lab.studies.act import cli as act_cli
     from purerl_lab.studies.value_loss import report as value_loss_report
 

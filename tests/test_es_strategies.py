@@ -12,7 +12,8 @@ import pytest
 
 from purerl.meta import evolve, evolve_files, strategies
 from purerl.config import ConfigError
-from purerl_lab.studies import lpo, value_loss
+from purerl_lab.studies import value_loss
+from purerl_lab.studies.dpo import lpo
 
 OPTIMUM = 3.0
 START_DISTANCE2 = 2 * OPTIMUM**2  # from x = (0, 0)

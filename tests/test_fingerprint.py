@@ -4,6 +4,7 @@ and so the documents, that use it; and `results --check` reads them, says what c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import types
 from pathlib import Path
@@ -15,6 +16,8 @@ import pytest
 
 from purerl_lab.publish import differences, document, fingerprint, provenance, staleness
 from purerl_lab.publish.catalog import STUDIES
+from purerl_lab.studies.dpo.fingerprint import compare_part
+from purerl_lab.studies.mfos.fingerprint import mfos_run_part
 
 CARTPOLE = STUDIES["dpo"].commands[1]  # PPO, DPO and two LPO drifts on CartPole-v1
 ACROBOT = STUDIES["dpo"].commands[2]
@@ -23,13 +26,13 @@ MFOS_PAPER = STUDIES["mfos_paper"].commands[0]
 
 def compare_print(command: str = CARTPOLE) -> dict:
     fp = fingerprint.Fingerprint()
-    fingerprint.compare_part(fp, command)
+    compare_part(fp, command)
     return fp.components
 
 
 def mfos_print() -> dict:
     fp = fingerprint.Fingerprint()
-    fingerprint.mfos_run_part(fp, MFOS_PAPER)
+    mfos_run_part(fp, MFOS_PAPER)
     return fp.components
 
 
@@ -58,7 +61,9 @@ def test_a_parts_commands_read_their_relative_paths_from_the_repository_wherever
     from purerl_lab.publish.fingerprint import parts
 
     seen = []
-    monkeypatch.setattr(parts, "_builder", lambda command: lambda fp, command: seen.append(Path(os.getcwd())))
+    study = STUDIES["dpo"]
+    monkeypatch.setitem(parts.catalog.STUDIES._found(), "dpo", dataclasses.replace(
+        study, fingerprint=lambda fp, command, part: seen.append(Path(os.getcwd()))))
     monkeypatch.chdir(tmp_path)
     parts.components("dpo", "CartPole-v1")
     assert seen == [parts.REPO.resolve()] and Path(os.getcwd()) == tmp_path
@@ -103,7 +108,7 @@ def test_moving_and_renaming_the_shuffle_keeps_the_fingerprint(baseline, monkeyp
 
 
 def test_new_algorithm_preset_and_report_wording_keep_the_fingerprint(baseline, monkeypatch):
-    from purerl_lab.studies import compare
+    from purerl_lab.studies.dpo import compare
     from purerl.algos import registry
     from purerl.config import PRESETS
 
@@ -154,7 +159,7 @@ def test_only_the_lpo_training_task_probes_the_evolutions_fitness(baseline, monk
     from purerl.meta import evolve
 
     assert "host lpo training fitness" in baseline["cartpole"] and "host lpo training fitness" not in baseline["acrobot"]
-    from purerl_lab.publish.fingerprint.training import _lpo_fitness_probe
+    from purerl_lab.studies.dpo.fingerprint import _lpo_fitness_probe
 
     before = fingerprint.value_hash(_lpo_fitness_probe(["auc"]))
     paired = stats.paired_difference

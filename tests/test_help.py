@@ -69,7 +69,7 @@ def test_help_that_needs_the_studies_is_worked_out_when_shown_and_parsing_import
     shown = option_help(commands()["evolve"].format_help())
     assert "value-loss cpu 40" in shown["--generations"] and "default: open_es" in shown["--strategy"]
     assert "Pendulum-v1 64" in option_help(commands()["act"].format_help())["--victims"]
-    heavy = ("evosax", "orbax.checkpoint", "scipy.stats", "purerl_lab.studies.lpo", "purerl_lab.studies.act")
+    heavy = ("evosax", "orbax.checkpoint", "scipy.stats", "purerl_lab.studies.dpo.lpo", "purerl_lab.studies.act")
     probe = ("import sys; from purerl.cli import build_parser; build_parser().parse_args(['evolve', 'lpo']); "
              f"print(sorted(m for m in {heavy} if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "[]\n"

@@ -163,3 +163,12 @@ def test_module_level_imports_point_only_to_the_layers_above():
     upward = [f"{name} -> {imported}" for name, imports in _graph(at_import_only=True).items()
               if name not in PACKAGES for imported in imports - set(PACKAGES) if _layer(imported) > _layer(name)]
     assert not upward, upward
+
+
+def test_the_results_pipeline_imports_no_study_and_no_command_line_at_any_level():
+    """A study declares its document beside its code (`Study`, read from entry points): adding one touches no file of
+    `publish/`, and a fingerprint reads a command with the study's own parser, not the pipeline's."""
+    found = [f"{name} -> {imported}" for name, imports in _graph(at_import_only=False).items()
+             if name.startswith("purerl_lab.publish") for imported in imports
+             if imported.startswith(("purerl_lab.studies", "purerl_lab.cli", "purerl_lab.bench", "purerl.cli"))]
+    assert not found, found

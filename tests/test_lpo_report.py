@@ -18,10 +18,10 @@ from purerl import stats
 from purerl.cli import build_parser, main, train_spec
 from purerl.config import ConfigError, PPOConfig
 from purerl.meta import evolve
-from purerl_lab.studies import compare, lpo_report
+from purerl_lab.studies.dpo import compare, lpo_report
 from purerl.run import results
 from purerl.run.trainspec import TrainSpec
-from purerl_lab.studies import lpo
+from purerl_lab.studies.dpo import lpo
 
 TASK = {"env": "CartPole-v1", "fitness": "auc", "total_timesteps": 1024, "num_envs": 4, "num_steps": 32}
 

@@ -75,7 +75,7 @@ def test_lpo_drift_depends_on_its_weights():
 def test_drift_features_are_numbers_that_tell_ppo_dpo_and_lpo_apart():
     """`purerl analyze drift`'s numbers: PPO has no rollback and is its own reference; DPO rolls back below r ~ 0.55
     at A = -1 and charges far less than PPO beyond the clip; a PPO-initialised LPO is PPO to within 1e-4."""
-    from purerl_lab.studies import lpo as study
+    from purerl_lab.studies.dpo import lpo as study
 
     maps = {name: study.drift_maps(study.drift_for(name)[1]) for name in ("ppo", "dpo")}
     references = {name: d for name, (d, _) in maps.items()}
@@ -93,7 +93,7 @@ def test_lpo_starts_exactly_at_ppo_yet_antithetic_candidates_differ():
     """The ES mean's drift is PPO's, but mirrored candidates (mean +- e) are different drifts. From all-zero
     weights they were the same drift (the net is odd in its two layers jointly), so every antithetic pair had
     equal fitness and OpenES had no gradient."""
-    from purerl_lab.studies import lpo as study
+    from purerl_lab.studies.dpo import lpo as study
 
     mean = study.initial_params()
     ppo = obj.ppo_drift(RR, AA, 0.2)

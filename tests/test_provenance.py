@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from purerl import stats
-from purerl_lab.studies import compare
+from purerl_lab.studies.dpo import compare
 from purerl.runtime import hostinfo
 from purerl_lab.publish import catalog, document, provenance, sessions, staleness
 from purerl.run import files, rundir
@@ -208,7 +208,10 @@ def test_results_commands_resume_continues_only_what_can_be_continued(tmp_path, 
     listed = ("purerl compare --env E --runs-dir {runs}/c", "purerl act test-time --runs-dir {runs}/a",
               f"purerl mfos --game ipd --out {held}", f"purerl mfos --game ipd --out {empty}",
               f"purerl evolve lpo --out {held}", "purerl analyze drift x", "purerl mfos table --report r.md")
-    monkeypatch.setattr(catalog, "STUDIES", {"toy": catalog.Study("toy", "toy.md", ("*.py",), ("a",), listed)})
+    rules = (("purerl compare", "always"), ("purerl act", "always"), ("purerl mfos --game", "its --out"),
+             ("purerl evolve", "its --out"), ("purerl analyze", "never"), ("purerl mfos table", "never"))
+    monkeypatch.setattr(catalog, "STUDIES", {"toy": catalog.Study("toy", "toy.md", ("*.py",), ("a",), listed,
+                                                                  resumes=rules)})
     assert main(["results", "--commands", "toy", "--runs-dir", "/r", "--resume"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "purerl compare --env E --runs-dir /r/c --resume", "purerl act test-time --runs-dir /r/a --resume",
@@ -222,7 +225,7 @@ def test_every_registered_command_is_known_to_resume_or_to_start_over():
     """A new kind of command must be classified, or reproduce.sh would rerun it from scratch after a stop."""
     for study in catalog.STUDIES.values():
         for command in study.commands:
-            rule = catalog.resume_rule(command)
+            rule = study.resume_rule(command)
             assert rule is not None, command
             assert rule != "its --out" or " --out " in command, command
 

@@ -65,7 +65,7 @@ def test_lpo_cpu_preset_improves_on_its_first_generations_and_leaves_ppo(tmp_pat
     """`purerl evolve lpo` (CPU preset, 20 of its 300 generations, about 2 minutes): the population's mean
     fitness (AUC) rises over its first generations, and the ES mean's drift is no longer PPO's."""
     from purerl.meta import evolve, evolve_files
-    from purerl_lab.studies import lpo
+    from purerl_lab.studies.dpo import lpo
 
     task, config = lpo.make_task("cpu"), lpo.es_config("cpu", generations=20)
     log = evolve.run(evolve.Evolution(task, config), tmp_path, evolve.config_json(task, config), progress=False)

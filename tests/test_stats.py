@@ -56,7 +56,7 @@ def test_a_diverged_member_has_no_final_return_rather_than_its_last_one_before_i
 
 def test_a_json_record_of_a_diverged_seed_reads_as_not_finite():
     """json_safe stores NaN as None: the words made from a record must still say what it is."""
-    from purerl_lab.studies import compare
+    from purerl_lab.studies.dpo import compare
     from purerl.run.results import json_safe
 
     record = json_safe(stats.summarize(np.array([np.nan, *range(11)])))
@@ -76,6 +76,6 @@ def test_no_ci_reason_names_why_in_the_unit_given():
     assert stats.no_ci_reason(many, few) == "no CI: fewer than 10 seeds"
     assert stats.no_ci_reason(few, lost, unit="repetition") == "no CI: a repetition's value is not finite (diverged)"
     rows = {"ppo": {"final_return": many}, "dpo": {"final_return": lost}}
-    from purerl_lab.studies import compare
+    from purerl_lab.studies.dpo import compare
 
     assert compare._against_ppo(rows, "dpo")[0] == "not tested (no CI: a seed's value is not finite (diverged))"

@@ -313,7 +313,8 @@ def test_fingerprint_of_an_unextended_analysis_is_what_it_was_and_the_published_
     (both forms, --tuned-l2) adds the tuning, each form's loss numbers and the paired differences (programs are not
     lowered here: their names are enough)."""
     from purerl_lab.publish.catalog import STUDIES
-    from purerl_lab.publish.fingerprint import core, training
+    from purerl_lab.publish.fingerprint import core
+    from purerl_lab.studies.value_loss import fingerprint as training
 
     monkeypatch.setattr(core.Fingerprint, "program", lambda self, name, *args, **kw: self.add(f"program {name}", "-"))
 

@@ -174,13 +174,14 @@ def test_a_foreign_file_where_the_plot_goes_is_refused(capsys, tmp_path):
 
 def test_the_registered_command_resumes_and_a_change_to_sac_moves_only_its_sac_program(monkeypatch):
     from purerl.algos import sac
-    from purerl_lab.publish.fingerprint.versus import versus_part
+    from purerl_lab.studies.dpo.fingerprint import compare_part
+    from purerl_lab.studies.versus.fingerprint import versus_part
 
     study_ = catalog.STUDIES["offpolicy"]
-    assert "offpolicy" in fingerprint.COVERED
+    assert fingerprint.covered("offpolicy")
     for part in study_.parts:
         (command,) = fingerprint.part_commands("offpolicy", part)
-        assert catalog.resume_rule(command) == "always" and provenance.listed(study_, command.format(runs="x"))
+        assert study_.resume_rule(command) == "always" and provenance.listed(study_, command.format(runs="x"))
     # The registered command's settings on Pendulum-v1: the same fingerprint code, without tracing brax twice.
     (command,) = fingerprint.part_commands("offpolicy", study_.parts[0])
     command = command.replace(f"--env {study_.parts[0]}", "--env Pendulum-v1")
@@ -190,7 +191,7 @@ def test_the_registered_command_resumes_and_a_change_to_sac_moves_only_its_sac_p
     def prints():
         mine, theirs = fingerprint.Fingerprint(), fingerprint.Fingerprint()
         versus_part(mine, command)
-        fingerprint.compare_part(theirs, other)
+        compare_part(theirs, other)
         return mine.components, theirs.components
 
     before, before_other = prints()

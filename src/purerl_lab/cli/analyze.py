@@ -70,7 +70,7 @@ def _victims_help() -> str:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from purerl_lab.studies import lpo
+    from purerl_lab.studies.dpo import lpo
 
     if args.what == "drift":
         learned = [p for p in args.run_dir.split(",") if p and p not in ("ppo", "dpo")]

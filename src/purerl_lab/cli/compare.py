@@ -27,7 +27,7 @@ def add_compare(sub) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from purerl import stats
-    from purerl_lab.studies import compare
+    from purerl_lab.studies.dpo import compare
     from purerl_lab.publish import provenance
 
     spec = train_spec(args)

@@ -9,8 +9,9 @@ files), when it ran on uncommitted source, or when the registry no longer lists 
 `purerl results --check` lists stale parts and what changed (`--mark` writes that into the documents);
 `scripts/reproduce.sh` regenerates them.
 
-Registering a study is one `Study` entry in `catalog.STUDIES`: its document, the source files its
-numbers depend on, the parts it must have, and the commands that regenerate it end to end.
+A study registers itself: one `catalog.Study` beside its code, offered under the `purerl_lab.studies` entry points
+(its document, the source files its numbers depend on, the parts it must have, the commands that regenerate it end
+to end and how they fingerprint).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def fingerprint_of(study: Study, part: str, command: str, cache: bool = False) -
     training; `cache` reuses one computed for the same sources (`fingerprint.many`)."""
     from purerl_lab.publish import fingerprint
 
-    if (study.name not in fingerprint.COVERED or part not in study.parts or not study.commands
+    if (study.fingerprint is None or part not in study.parts or not study.commands
             or not listed(study, command)):
         return None
     found = fingerprint.many([(study.name, part)], workers=1, cache=cache)[(study.name, part)]

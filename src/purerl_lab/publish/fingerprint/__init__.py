@@ -22,7 +22,8 @@ is a set of named components, each a hash, built from those commands without run
   and the committed files it evaluates (meta-parameters, evolutions).
 - `versions`: jax and jaxlib (lowering and XLA's compile, which rounds), and evosax where an ES runs.
 
-`components(study, part)` builds them; `provenance` records them in the manifest beside the source hash, stamped
+`components(study, part)` builds them with the study's own builder (`Study.fingerprint`, beside the study's code,
+from the pieces in `core.py` and `training.py`); `provenance` records them in the manifest beside the source hash, stamped
 with what they were computed from (`parts.stamp_holds`: the purerl files loaded, the environment), and
 `purerl results --check` trusts a record whose stamp holds, compares the others with fresh ones and names the
 components that changed.
@@ -34,13 +35,11 @@ exercise.
 """
 
 from purerl_lab.publish.fingerprint.core import Fingerprint, lowered_text, normalise, stats_probe
-from purerl_lab.publish.fingerprint.mfos import mfos_run_part, mfos_table_part
-from purerl_lab.publish.fingerprint.parts import COVERED, components, environment_key, many, part_commands, stamp_holds
-from purerl_lab.publish.fingerprint.training import compare_part, es_programs
+from purerl_lab.publish.fingerprint.parts import components, covered, environment_key, many, part_commands, stamp_holds
+from purerl_lab.publish.fingerprint.training import es_programs
 from purerl_lab.publish.fingerprint.values import (changed, digest, rounding_only, same_within_rounding, sketch,
-                                               unverifiable_rounding, value_hash)
+                                                   unverifiable_rounding, value_hash)
 
-__all__ = ["COVERED", "Fingerprint", "changed", "compare_part", "components", "digest", "environment_key",
-           "es_programs", "lowered_text", "many", "mfos_run_part", "mfos_table_part", "normalise", "part_commands",
-           "rounding_only", "same_within_rounding", "sketch", "stamp_holds", "stats_probe", "unverifiable_rounding",
-           "value_hash"]
+__all__ = ["Fingerprint", "changed", "components", "covered", "digest", "environment_key", "es_programs",
+           "lowered_text", "many", "normalise", "part_commands", "rounding_only", "same_within_rounding", "sketch",
+           "stamp_holds", "stats_probe", "unverifiable_rounding", "value_hash"]

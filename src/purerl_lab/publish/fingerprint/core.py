@@ -122,18 +122,6 @@ def _relative(path: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ commands
-def parse_command(command: str):
-    """A registered command's arguments, as `purerl` would parse them ({runs} a fixed scratch folder)."""
-    from purerl.cli import build_parser
-
-    words = shlex.split(command.format(runs=RUNS))
-    if words[:1] != ["purerl"]:
-        raise ConfigError(f"not a purerl command: {command}")
-    args = build_parser().parse_args(words[1:])
-    args.argv = words[1:]
-    return args
-
-
 def command_words(command: str) -> list[str]:
     """The command's words without where its scratch output goes and how the session runs."""
     words = shlex.split(command.format(runs=RUNS))

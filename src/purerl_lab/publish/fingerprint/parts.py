@@ -5,87 +5,48 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import shlex
 from pathlib import Path
 
 from purerl.config import ConfigError
+from purerl_lab.publish import catalog
 from purerl_lab.publish.fingerprint.core import REPO, SOURCE, Fingerprint, command_words
 from purerl_lab.publish.fingerprint.values import digest
-from purerl_lab.publish.fingerprint.mfos import mfos_run_part, mfos_table_part
-from purerl_lab.publish.fingerprint.pbt_study import pbt_study_part
-from purerl_lab.publish.fingerprint.act import act_part
-from purerl_lab.publish.fingerprint.training import compare_part, value_loss_part
-from purerl_lab.publish.fingerprint.versus import versus_part
 
 
 # ------------------------------------------------------------------------------------------------ parts
-# The studies whose commands `components` can build without running (a study registered later falls back to its
-# source hash until its commands have builders here).
-COVERED = ("dpo", "value_loss", "mfos", "mfos_paper", "mfos_coin", "act", "pbt", "offpolicy")
+def covered(study_name: str) -> bool:
+    """Whether a study's commands can be fingerprinted (its `Study.fingerprint`); the others fall back to their
+    source hash."""
+    return catalog.STUDIES[study_name].fingerprint is not None
 
 
 def part_commands(study_name: str, part: str) -> list[str]:
-    """The registered commands whose computation makes `part` of a study's document (its fingerprint's commands,
-    `purerl_lab.publish.fingerprint`): dpo's, pbt's and offpolicy's part ENV is the command on ENV; act's train-time parts are that
-    env's ES runs and the report that evaluates them; the M-FOS table's part GAME is the table command, restricted
-    to GAME; a one-command study's parts are all made by it."""
-    from purerl_lab.publish.catalog import STUDIES
-
-    study = STUDIES[study_name]
-    if part not in study.parts:
-        raise ConfigError(f"{study_name} has no part '{part}'; its parts are {', '.join(study.parts)}")
-    if study_name in ("dpo", "pbt", "offpolicy"):
-        return [c for c in study.commands if f" --env {part} " in f"{c} "]
-    if study_name == "act":
-        if part == "test-time":
-            return [c for c in study.commands if c.startswith("purerl act test-time")]
-        env = part.partition(" ")[2] or "CartPole-v1"
-        return [c for c in study.commands if c.startswith("purerl act train-time") and f" --env {env} " in c]
-    return list(study.commands)
-
-
-def _builder(command: str):
-    words = shlex.split(command)
-    kind = " ".join(words[1:3])
-    if words[1] == "compare":
-        return compare_part
-    if kind == "analyze value-loss":
-        return value_loss_part
-    if words[1] == "act":
-        return act_part
-    if words[1] == "pbt-study":
-        return pbt_study_part
-    if words[1] == "versus":
-        return versus_part
-    if kind == "mfos table":
-        return None  # per game: see `components`
-    if words[1] == "mfos":
-        return mfos_run_part
-    raise ConfigError(f"no fingerprint for the command {command}")
+    """The registered commands whose computation makes `part` of a study's document (`Study.commands_of`)."""
+    return catalog.STUDIES[study_name].commands_of(part)
 
 
 def components(study_name: str, part: str) -> dict:
     """The fingerprint record of one part of a registered study: {"hash", "components"}, from the commands that
-    make it (`part_commands`), built without running them. The commands run from the repository's root, so their
-    relative paths (committed meta-parameters, say) are read from there, wherever this is called."""
-    commands = part_commands(study_name, part)
+    make it (`part_commands`), built without running them by the study's own `fingerprint`. The commands run from
+    the repository's root, so their relative paths (committed meta-parameters, say) are read from there, wherever
+    this is called."""
+    study = catalog.STUDIES[study_name]
+    if study.fingerprint is None:
+        raise ConfigError(f"the {study_name} study declares no fingerprint for its commands")
+    commands = study.commands_of(part)
     fp = Fingerprint()
     fp.input("commands", [command_words(c) for c in commands])
     with contextlib.chdir(REPO):
         for command in commands:
-            if command.startswith("purerl mfos table"):
-                mfos_table_part(fp, command, part)
-            else:
-                _builder(command)(fp, command)
-    fp.versions(*(("evosax",) if any(c.startswith(("purerl act", "purerl evolve")) for c in commands) else ()))
+            study.fingerprint(fp, command, part)
+    fp.versions(*study.versions)
     return fp.record()
 
 
 # ------------------------------------------------------------------------------------------------ many parts
 def _unit(study_name: str, part: str) -> tuple:
     """Parts with the same unit have the same fingerprint (one command making several parts)."""
-    commands = tuple(part_commands(study_name, part))
-    return commands, part if any(c.startswith("purerl mfos table") for c in commands) else None
+    return tuple(part_commands(study_name, part)), part if catalog.STUDIES[study_name].by_part else None
 
 
 def _compute(study_name: str, part: str) -> dict | str:
@@ -126,7 +87,6 @@ def environment_key() -> str:
     import platform
 
     from purerl.runtime import hostinfo
-    from purerl_lab.publish import catalog
 
     digest_ = hashlib.sha256()
     results = REPO / "docs" / "results"
@@ -239,10 +199,6 @@ def _run_all(todo: list[tuple[str, str]], workers: int) -> list[tuple[dict | str
         return [futures[i].result() for i in range(len(todo))]
 
 
-# Seconds a unit takes on one core, roughly, so that the longest start first and two workers finish together.
-_COST = {"offpolicy": 40, "value_loss": 30, "mfos": 25, "act": 12, "dpo": 5, "mfos_paper": 4, "mfos_coin": 4, "pbt": 4}
-_BRAX_COST = 20  # a dpo part on a Brax env: tracing the physics pipeline
-
-
 def _cost(study_name: str, part: str) -> float:
-    return _BRAX_COST if study_name == "dpo" and part.startswith("brax:") else _COST.get(study_name, 5)
+    cost = catalog.STUDIES[study_name].cost
+    return cost(part) if callable(cost) else cost

@@ -8,11 +8,12 @@ from pathlib import Path
 from purerl import stats
 from purerl_lab.publish import differences, document, provenance
 from purerl.run import files
+from purerl_lab.studies.value_loss import published
 from purerl_lab.studies.value_loss.record import TUNING
 from purerl_lab.studies.value_loss.findings import (against_tuned, evolution_lines, judge, paired_of, paired_table, paired_words,
                                                 shape_tables)
 
-SETTING_TITLES = dict(provenance.STUDIES["value_loss"].row_titles)  # what `results --check --mark` finds
+SETTING_TITLES = dict(published.TITLES)  # what `results --check --mark` finds
 
 
 def _ci(s: dict) -> str:

@@ -15,9 +15,10 @@ from purerl import stats
 from purerl_lab.publish import provenance as manifest
 from purerl.run import files
 from purerl_lab.studies import value_loss
+from purerl_lab.studies.value_loss import published
 
 SELECTION_WINDOW = 10  # generations whose mean fitness picks the ES seed
-STAGES = manifest.STUDIES["value_loss"].parts  # each stage is one part of the published document
+STAGES = published.STAGES  # each stage is one part of the published document
 TUNING = "tuning"  # the tuned-L2 grid: a stage every part compares with, so not a part of its own
 ALL_STAGES = (*STAGES, TUNING)
 MAIN = ("learned", "l2", "clipped_l2")

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from purerl_lab.publish.fingerprint.core import Fingerprint, abstract, host_common, parse_command
-from purerl_lab.publish.fingerprint.training import _first, member_keys, member_programs
+from purerl_lab.publish.fingerprint.core import Fingerprint, abstract, host_common
+from purerl_lab.publish.fingerprint.training import first_member, member_keys, member_programs
+from purerl_lab.studies.commands import parse_command
 
 
-def versus_part(fp: Fingerprint, command: str) -> None:
+def versus_part(fp: Fingerprint, command: str, part: str | None = None) -> None:
     """One env of the comparison: every algorithm's init and run (named by the algorithm, so a change to SAC moves
     only `program sac ...`), what the programs take as data (hyperparameters; the configs are static and in the
     programs), the seeds' keys, the evaluation (one member's greedy and sampled episodes, their keys and count;
@@ -24,7 +25,7 @@ def versus_part(fp: Fingerprint, command: str) -> None:
     key = jax.ShapeDtypeStruct((2,), jnp.uint32)
     for algo, spec in design.specs.items():
         members = spec.validate()
-        train, hp = spec.build(), _first(members.hyperparams)
+        train, hp = spec.build(), first_member(members.hyperparams)
         state = member_programs(fp, algo, train, hp)
         for mode, sample in evaluation.MODES.items():
             def one_member(p, s, k, h, sample=sample):

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from purerl import stats
-from purerl_lab.studies import lpo_report
+from purerl_lab.studies.dpo import lpo_report
 from purerl.meta.evolve import curve_fitness
 from purerl.run import experiment, files, results, rundir
 from purerl_lab.publish import document, provenance, sessions

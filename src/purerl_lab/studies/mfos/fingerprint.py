@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from purerl_lab.publish.fingerprint.core import Fingerprint, host_common, parse_command, probe_inputs
+from purerl_lab.publish.fingerprint.core import Fingerprint, host_common, probe_inputs
+from purerl_lab.studies.commands import parse_command
 
 
 # ------------------------------------------------------------------------------------------------ M-FOS
@@ -106,7 +107,7 @@ def mfos_table_part(fp: Fingerprint, command: str, game: str) -> None:
     host_common(fp)
 
 
-def mfos_run_part(fp: Fingerprint, command: str) -> None:
+def mfos_run_part(fp: Fingerprint, command: str, part: str | None = None) -> None:
     """`purerl mfos --game G --opponent O` (one run), or the coin game against PPO."""
     from purerl_lab.studies.mfos.settings import HYPERPARAMS, seed_keys
 
@@ -155,3 +156,11 @@ def mfos_run_part(fp: Fingerprint, command: str) -> None:
     host_common(fp)
 
 
+
+
+def mfos_part(fp: Fingerprint, command: str, part: str) -> None:
+    """Any M-FOS document's command: the table, restricted to the part's game, or one run."""
+    if command.startswith("purerl mfos table"):
+        mfos_table_part(fp, command, part)
+    else:
+        mfos_run_part(fp, command)

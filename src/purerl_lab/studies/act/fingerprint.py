@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from purerl_lab.publish.fingerprint.core import Fingerprint, abstract, host_common, parse_command
+from purerl_lab.publish.fingerprint.core import Fingerprint, abstract, host_common
 from purerl_lab.publish.fingerprint.training import es_programs
+from purerl_lab.studies.commands import parse_command
 
 
-def act_part(fp: Fingerprint, command: str) -> None:
+def act_part(fp: Fingerprint, command: str, part: str | None = None) -> None:
     """`purerl act PHASE`: the ES runs it evolves (without --from-params), and with --report the evaluation of
     every evolved run on fresh victims."""
     import jax

@@ -18,7 +18,7 @@ import numpy as np
 from purerl import envs
 from purerl.algos import objectives
 from purerl.algos.ppo import make_train
-from purerl_lab.studies.compare import run_name
+from purerl_lab.studies.dpo.compare import run_name
 from purerl.config import ConfigError, HyperParams, apply_preset, default_preset
 from purerl.meta.evolve import MetaTask, train_fitness
 from purerl.meta.strategies import ESConfig

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from purerl_lab.publish.fingerprint.core import Fingerprint, abstract, host_common, parse_command
-from purerl_lab.publish.fingerprint.training import _first, member_keys, member_programs
+from purerl_lab.publish.fingerprint.core import Fingerprint, abstract, host_common
+from purerl_lab.publish.fingerprint.training import first_member, member_keys, member_programs
+from purerl_lab.studies.commands import parse_command
 
 
-def pbt_study_part(fp: Fingerprint, command: str) -> None:
+def pbt_study_part(fp: Fingerprint, command: str, part: str | None = None) -> None:
     """One task of the PBT study: a member's init and run (every method's chunks), PBT's and random search's start
     of a population (the priors' draws), PBT's round, the greedy evaluation of a selected member, the design's
     inputs (defaults, ranges, seeds, episodes) and the selection and statistics on the host."""
@@ -21,7 +22,7 @@ def pbt_study_part(fp: Fingerprint, command: str) -> None:
 
     design = study_cli.design_of(parse_command(command))
     train = design.base.build()
-    hp = _first(design.spec("default", 0).validate().hyperparams)
+    hp = first_member(design.spec("default", 0).validate().hyperparams)
     state = member_programs(fp, "member", train, hp)
     size = len(design.base.seeds)
     keys = jax.ShapeDtypeStruct((size, 2), jnp.uint32)
