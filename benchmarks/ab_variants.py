@@ -129,6 +129,9 @@ VARIANTS = {
 
 
 def main() -> None:
+    import purerl
+
+    purerl.configure_jax()  # as the command line runs: a CPU device per core, the compile cache, fast threefry
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--task", default="cartpole", choices=("cartpole", "minatar"))

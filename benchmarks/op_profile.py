@@ -58,6 +58,9 @@ def report(label: str, compiled, args, top: int) -> None:
 
 
 def main() -> None:
+    import purerl
+
+    purerl.configure_jax()  # as the command line runs: a CPU device per core, the compile cache, fast threefry
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="minatar", choices=("cartpole", "minatar"))
     parser.add_argument("--seeds", type=int, default=8)

@@ -7,7 +7,10 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import jax  # noqa: E402
 import pytest  # noqa: E402
 
+import purerl  # noqa: E402
 from purerl.config import HyperParams, PPOConfig  # noqa: E402
+
+purerl.configure_jax()  # the suite runs as the command line does: a CPU device per core, the compile cache
 
 # 4 envs x 32 steps, 8 updates: compiles in seconds, still exercises every code path.
 TINY = PPOConfig(env="CartPole-v1", num_envs=4, num_steps=32, total_timesteps=4 * 32 * 8,

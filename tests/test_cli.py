@@ -117,7 +117,8 @@ def test_one_host_device_per_core_by_default():
 ONE_CORE_PROBE = """
 import json, os, sys
 from purerl.runtime import host_devices
-import jax
+import jax, purerl
+purerl.configure_jax()
 before = os.sched_getaffinity(0)
 did = host_devices.one_core_for_one_member(int(sys.argv[1]))
 threads = {os.sched_getaffinity(int(t)) == before for t in os.listdir("/proc/self/task")}
@@ -147,13 +148,14 @@ def test_one_member_starts_jax_on_one_core_and_pins_no_thread():
 
 CACHE_PROBE = """
 import jax, purerl
+purerl.configure_jax()
 jax.jit(lambda x: x * 3.0 + 1.0)(2.0).block_until_ready()
 print(jax.config.jax_compilation_cache_dir)
 """
 
 
 def test_compiled_programs_are_cached_where_purerl_cache_dir_says_and_not_at_all_when_turned_off(tmp_path):
-    """Importing purerl turns jax's persistent cache on under $PURERL_CACHE_DIR/jax; PURERL_NO_COMPILE_CACHE=1
+    """`purerl.configure_jax` (as the command line runs) turns jax's persistent cache on under $PURERL_CACHE_DIR/jax; PURERL_NO_COMPILE_CACHE=1
     leaves it off, and a cache dir jax was given is kept."""
 
     def probe(**env):

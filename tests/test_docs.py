@@ -53,7 +53,8 @@ def test_every_purerl_name_the_documents_cite_exists():
              for name in re.findall(r"\bpurerl(?:_lab)?(?:\.[A-Za-z_]\w*)+", document.read_text())}
     assert len(cited) > 50
     missing = []
-    for document, name in sorted(cited):
+    entry_point_groups = {"purerl.algorithms", "purerl.commands", "purerl.meta_tasks", "purerl_lab.studies"}
+    for document, name in sorted(cited - {(d, n) for d, n in cited if n in entry_point_groups}):
         try:
             resolve(name)
         except (ImportError, AttributeError):

@@ -125,7 +125,9 @@ def train(train, out: str | Path, *, seeds: int | Sequence[int] = 1, grid: dict[
     """
     from purerl.run import experiment
     from purerl.run.trainspec import check_types
+    from purerl.runtime.configure import configure_jax
 
+    configure_jax()  # as the command line runs: a CPU device per core where JAX has not started, the compile cache
     _check_session(chunk_updates, checkpoint_every_s)
     base = train.spec if isinstance(train, Train) else None
     algorithm = train.algorithm if isinstance(train, Train) else train

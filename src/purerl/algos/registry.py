@@ -1,6 +1,12 @@
 """The algorithms `purerl train --algo` knows, and what each brings: a static config class, a
 traced hyperparameter class, presets, and a builder of its train function.
 
+The list is open: `register(Algorithm(...))` adds one written outside purerl, which then trains, resumes and
+evaluates through `purerl.train`, `purerl.load` and the command line like the built-in ones. A package offers its
+algorithms under the entry-point group `purerl.algorithms` (name = "module:ALGORITHM"); a script's module named in
+PURERL_PLUGINS (comma-separated, importable) is imported before the command line builds its flags, so that its
+`register` calls reach `purerl train --algo NAME` too.
+
 Every algorithm has the same contract (`init`, `run(state, hp, meta_params, start, stop)`,
 `__call__`, `act`, a `config` with `batch_size` env steps per update and `num_updates`, and
 metrics with one row per update including `episode_return`), so the population runner,
@@ -10,6 +16,8 @@ checkpoints, run directory, plots and CLI serve them all unchanged.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -196,9 +204,51 @@ def bench_tasks() -> dict[str, dict]:
             for name, task in algorithm.bench_tasks.items()}
 
 
+GROUP = "purerl.algorithms"  # the entry points of other packages' algorithms
+PLUGINS = "PURERL_PLUGINS"  # modules a command imports first, so that what they register is there
+_LOADED: set[str] = set()
+
+
+def register(algorithm: Algorithm) -> Algorithm:
+    """Add `algorithm` to `ALGORITHMS` (and so to `--algo`, its flags, `purerl.train`, resume and eval). A field it
+    shares by name with another algorithm must have that field's type (a flag means one thing); a field without a
+    `DESCRIPTIONS` entry gets a plain help text. Registering the same object again changes nothing."""
+    if not isinstance(algorithm, Algorithm):
+        raise ConfigError(f"register takes a purerl.algos.registry.Algorithm, got {type(algorithm).__name__}")
+    if ALGORITHMS.get(algorithm.name, algorithm) is not algorithm:
+        raise ConfigError(f"an algorithm named '{algorithm.name}' is registered already")
+    known = config_fields()
+    for name, kind in config_fields([algorithm]).items():
+        if name in known and known[name] is not kind:
+            raise ConfigError(f"{algorithm.name}'s config field {name} is a {kind.__name__}; other algorithms' "
+                              f"{name} is a {known[name].__name__} (one flag means one thing)")
+    ALGORITHMS[algorithm.name] = algorithm
+    return algorithm
+
+
+def load_plugins() -> None:
+    """Register every `purerl.algorithms` entry point and import each module PURERL_PLUGINS names, once each."""
+    from importlib import metadata
+
+    for point in metadata.entry_points(group=GROUP):
+        if f"entry:{point.value}" not in _LOADED:
+            _LOADED.add(f"entry:{point.value}")
+            register(point.load())
+    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS, "").split(","))):
+        if module not in _LOADED:
+            _LOADED.add(module)
+            try:
+                importlib.import_module(module)
+            except ImportError as error:
+                raise ConfigError(f"{PLUGINS}: cannot import {module} ({error})") from None
+
+
 def get(name: str) -> Algorithm:
     if name not in ALGORITHMS:
-        raise ConfigError(f"unknown algorithm '{name}'; choose from {', '.join(ALGORITHMS)}")
+        load_plugins()
+    if name not in ALGORITHMS:
+        raise ConfigError(f"unknown algorithm '{name}'; choose from {', '.join(ALGORITHMS)} (an algorithm of "
+                          f"your own: register it, or name its module in {PLUGINS})")
     return ALGORITHMS[name]
 
 

@@ -20,6 +20,7 @@ import signal
 import sys
 
 from purerl.runtime import host_devices
+from purerl.runtime.configure import configure_jax
 from purerl.run import runlock
 from importlib import metadata
 
@@ -33,6 +34,9 @@ COMMANDS = "purerl.commands"  # the entry-point group of other packages' command
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from purerl.algos import registry
+
+    registry.load_plugins()  # algorithms (and meta-tasks) registered outside purerl, before their flags are made
     parser = Parser(prog="purerl", description="Reinforcement learning as compiled JAX programs.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     train.add_train(sub)
@@ -50,7 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     # orbax reads a checkpoint in asyncio tasks; when a damaged one fails, purerl reports it in one line and
     # asyncio would add "Task exception was never retrieved" with a traceback once the failed task is collected
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-    args = build_parser().parse_args(argv)
+    configure_jax()  # before anything starts JAX's backend: a CPU device per core, the compile cache
+    try:
+        parser = build_parser()
+    except ConfigError as error:  # a plugin that cannot register
+        print(f"purerl: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded as the command by provenance
     try:
         if host_devices.PROBLEM:

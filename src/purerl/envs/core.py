@@ -31,14 +31,12 @@ def unroll_threefry_on_cpu(unrolled: bool = True) -> None:
     Same bits, so every result is unchanged; only faster. Dispatch-bound loops pay per kernel, and one
     rollout step hashes five times (its key split, the action, the per-env keys, and inside gymnax's
     `step` its own split and the reset draw for auto-reset): three times faster per draw on a 2-core CPU
-    (benchmarks/README.md). Called on import, for every program of the process compiled afterwards.
+    (benchmarks/README.md). `purerl.configure_jax` calls it, for every program of the process lowered afterwards.
     """
     rule = _UNROLLED if unrolled else _ROLLED
     if rule is not None:
         mlir.register_lowering(threefry2x32_p, rule, platform="cpu")
 
-
-unroll_threefry_on_cpu()
 
 
 class Timestep(NamedTuple):

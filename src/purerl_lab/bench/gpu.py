@@ -217,6 +217,9 @@ def _coin_row(command: str, stdout: str, coin: dict, meta_episodes: int, error: 
 
 
 def main() -> None:
+    import purerl
+
+    purerl.configure_jax()  # as the command line runs: a CPU device per core, the compile cache, fast threefry
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("what", choices=["paper-presets", "report"])
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))

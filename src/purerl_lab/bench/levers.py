@@ -204,6 +204,9 @@ def run(sizes: dict[str, tuple[int, int]], purejaxrl: Path | None, xla_options: 
 
 
 def main() -> None:
+    import purerl
+
+    purerl.configure_jax()  # as the command line runs: a CPU device per core, the compile cache, fast threefry
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
     worker = sub.add_parser("worker", help="one process: compile and time variants of one task, print JSON")

@@ -175,6 +175,9 @@ def measure_evolve(preset: str, generations: int) -> dict:
 
 
 def main() -> None:
+    import purerl
+
+    purerl.configure_jax()  # as the command line runs: a CPU device per core, the compile cache, fast threefry
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--task", choices=sorted(tasks()) + ["evolve"], default="cartpole")
     parser.add_argument("--preset", choices=sorted(EVOLVE_PRESETS), default="cpu", help="evolve only")

@@ -30,6 +30,9 @@ def components(study_name: str, part: str) -> dict:
     make it (`part_commands`), built without running them by the study's own `fingerprint`. The commands run from
     the repository's root, so their relative paths (committed meta-parameters, say) are read from there, wherever
     this is called."""
+    from purerl.runtime.configure import configure_jax
+
+    configure_jax()  # the programs as the commands lower them (threefry's CPU lowering among them)
     study = catalog.STUDIES[study_name]
     if study.fingerprint is None:
         raise ConfigError(f"the {study_name} study declares no fingerprint for its commands")
