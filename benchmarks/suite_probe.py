@@ -7,7 +7,7 @@ Compiles dominate a cold 2-core run, so the way to a faster suite is tests that 
 shows which tests still compile their own. As a pytest plugin, from an empty compile cache:
 
     PURERL_CACHE_DIR=$(mktemp -d) PROBE_LOG=/tmp/probe PYTHONPATH=benchmarks \
-        .venv/bin/python -m pytest -p suite_probe -n 0 tests/test_ppo.py
+        .venv/bin/python -m pytest -p suite_probe -n 0 tests/lib/test_ppo.py
 
 writes one tab-separated row per test to /tmp/probe.PID (one file per xdist worker): wall s, own CPU s, children's
 CPU s, compile s, compiles, cache loads, trace s, lower s, test; and to /tmp/probe.keys.PID the cache key of each

@@ -3,7 +3,7 @@
 Each `<!-- fields: purerl.module.Class -->` marker is followed by a table of that config or hyperparameter
 class's fields, defaults and meanings (`algos.registry.DESCRIPTIONS`, `meta.strategies.ES_DESCRIPTIONS`), up to
 `<!-- end fields -->`. Run it after changing a field; `--check` exits 1 if the page is not what the code says
-(tests/test_api_docs.py runs it).
+(tests/lib/test_api_docs.py runs it).
 
     .venv/bin/python scripts/api_tables.py [--check]
 """

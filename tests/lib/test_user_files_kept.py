@@ -7,14 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_run import SMALL
+from cli_run import SMALL, reached, run_cli  # a command that reaches training counts as exit 0
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from purerl.cli import build_parser, main
 from purerl.cli.train import train_spec
 from purerl.run import experiment, rundir, stopping
 from purerl.run.checkpoint import INVENTORY
-from tests.test_file_safety import reached, run_cli  # a command that reaches training counts as exit 0
 
 TRAIN = ["train", "--seeds", "1", *SMALL]
 

@@ -14,7 +14,7 @@ from purerl.algos.objectives import dpo
 from purerl.algos.ppo import make_train
 from purerl.config import ConfigError, HyperParams, PPOConfig, recorded
 from cli_run import run_cli
-from tests.conftest import FULL_BATCH as CARTPOLE, TINY  # CARTPOLE: one 128-sample chunk per step
+from conftest import FULL_BATCH as CARTPOLE, TINY  # CARTPOLE: one 128-sample chunk per step
 
 MINATAR = dict(env="Breakout-MinAtar", num_envs=16, num_steps=32, num_minibatches=2, update_epochs=2,
                activation="relu", total_timesteps=1024)  # 256 samples per minibatch: two chunks, accumulated

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "python_api.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "python_api.md"
 
 
 @pytest.mark.timeout(600)

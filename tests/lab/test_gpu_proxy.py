@@ -1,5 +1,5 @@
 """The GPU proxy's parts that need no CUDA: counting kernels in HLO text, the cost model's fit, the proxy venv's
-requirements and the report. `tests/data/h100_scan.hlo` (a ten-step scan of a matmul) and `h100_bf16_dot.hlo` (one
+requirements and the report. `tests/lab/data/h100_scan.hlo` (a ten-step scan of a matmul) and `h100_bf16_dot.hlo` (one
 bf16 matmul) were compiled for the H100 target by the proxy's own venv (source locations stripped)."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ subpackage says in its docstring what it holds."""
 import ast
 from pathlib import Path
 
-SOURCE = Path(__file__).resolve().parents[1] / "src"
+SOURCE = Path(__file__).resolve().parents[2] / "src"
 PACKAGES = ("purerl", "purerl_lab")
 
 

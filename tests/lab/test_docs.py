@@ -8,7 +8,7 @@ import pytest
 
 from purerl.run import stopping
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "meta_tasks.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "meta_tasks.md"
 
 
 @pytest.mark.timeout(600)

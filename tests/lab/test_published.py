@@ -9,7 +9,7 @@ import pytest
 from purerl_lab.publish import provenance
 from purerl.cli import main
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 ACT = RESULTS / "act"
 
 

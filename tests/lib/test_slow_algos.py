@@ -1,5 +1,5 @@
 """Learning checks for DQN, PQN and GRU-PPO against the issue's thresholds, run the way the CLI runs them
-(presets, then the run directory). Run on purpose: `pytest -m slow tests/test_slow_algos.py`.
+(presets, then the run directory). Run on purpose: `pytest -m slow tests/lib/test_slow_algos.py`.
 
 Budgets (env steps per seed x seeds): DQN CartPole 5e5 x 4; PQN CartPole 5e5 x 4; PPO-GRU and PPO-MLP
 MemoryChain 2e5 x 4 each; PPO-GRU and PPO-MLP CartPole-NoVel 1e6 x 4 each; Breakout-MinAtar PQN and PPO

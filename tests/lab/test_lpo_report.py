@@ -145,7 +145,7 @@ def test_the_report_names_the_presets_settings_only_where_every_row_ran_them():
     """dpo.md says its objectives ran at PPO's preset settings; a compare run given other settings must not."""
     from pathlib import Path
 
-    published = json.loads((Path(__file__).parents[1] / "docs/results/dpo/Acrobot-v1.json").read_text())
+    published = json.loads((Path(__file__).parents[2] / "docs/results/dpo/Acrobot-v1.json").read_text())
     assert compare._at_preset(published)
     assert not compare._at_preset({**published, "hyperparams": {**published["hyperparams"], "lr": 1e-3}})
     assert not compare._at_preset({**published, "num_envs": published["num_envs"] * 2})

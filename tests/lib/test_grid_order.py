@@ -20,7 +20,7 @@ GRIDS = {
     2: {"lr": "1e-3,2.5e-4", "clip_eps": "0.1,0.2"},
     3: {"lr": "1e-3,2.5e-4", "gamma": "0.9,0.99", "clip_eps": "0.1,0.2"},
 }
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def grid_flags(grid: dict, order) -> list[str]:

@@ -550,7 +550,7 @@ def test_a_one_game_table_keeps_the_reports_other_games_with_their_provenance(tm
 
 def test_a_kept_game_from_before_per_game_times_takes_its_time_from_the_manifest(tmp_path):
     """The published table, as a table written before per-game times, merged with a one-game run of its settings."""
-    results = Path(__file__).resolve().parents[1] / "docs" / "results"
+    results = Path(__file__).resolve().parents[2] / "docs" / "results"
     (tmp_path / "mfos").mkdir()
     for name in ("mfos.md", "manifest.json"):
         (tmp_path / name).write_bytes((results / name).read_bytes())

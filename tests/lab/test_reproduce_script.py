@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce.sh"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "reproduce.sh"
 
 # Stands in for the purerl CLI: `results --commands` lists three commands and logs its own arguments; each
 # command logs itself, and the one named `stops` exits as a run stopped by SIGINT does.

@@ -17,7 +17,7 @@ from purerl_lab.studies import act
 from purerl.run import stopping
 from purerl_lab.studies.act import partials, test_time
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("name", ["CartPole-v1", "Pendulum-v1", "Reacher-misc"])
 def test_messages_are_bounded_appended_and_depend_only_on_the_state(name):

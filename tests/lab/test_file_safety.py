@@ -8,29 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_run import SMALL
+from cli_run import SMALL, reached, run_cli
 
 from purerl.run import experiment, files, rundir, runlock
 from purerl.cli import main
-
-
-class ReachedTraining(Exception):
-    """Every check passed: the command would now compile and train."""
-
-
-def reached(*args, **kwargs):
-    raise ReachedTraining
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit_:
-        code = exit_.code
-    except ReachedTraining:
-        code = 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from purerl.config import ConfigError, PPOConfig
 from purerl_lab.studies import value_loss
 from purerl_lab.studies.value_loss import markdown, record, report, shape as value_loss_shape, tuning
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_initial_loss_is_exactly_l2_and_its_gradient():
@@ -409,7 +409,7 @@ def test_each_evolution_says_who_made_it_and_its_provenance_travels_with_its_cop
     from purerl.run import rundir
     from purerl_lab.studies.value_loss import findings
 
-    committed = Path(__file__).parents[1] / "docs" / "results" / "value_loss" / "es_seed0"
+    committed = Path(__file__).parents[2] / "docs" / "results" / "value_loss" / "es_seed0"
     source = tmp_path / "run"
     source.mkdir()
     for name in ("config.json", "generations.csv", "mean_meta_params.msgpack"):

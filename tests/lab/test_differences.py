@@ -10,7 +10,7 @@ import pytest
 from purerl_lab.publish import catalog, differences, document, provenance, staleness
 from purerl_lab.studies.mfos import markdown, report
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 NO_AUTHORS_CODE = {"pbt"}  # compared with a paper, not with code
 STUDY = catalog.Study("toy", "toy.md", ("core/*.py",), ("a", "b"), ("purerl compare --seeds 10",),
                       ("Budget: 10 seeds, theirs 3.", "Network: 64-64, theirs 256."), "someone/code at abc1234")

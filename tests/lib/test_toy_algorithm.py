@@ -19,7 +19,7 @@ from purerl.cli import build_parser, main, train_spec
 FLAGS = ["--algo", "toy", "--env", "CartPole-v1", "--total-timesteps", "1024", "--no-progress"]
 
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # the helpers shared by both folders (toy_plugin.py)
 
 
 @pytest.fixture
