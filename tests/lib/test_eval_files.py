@@ -11,7 +11,7 @@ import pytest
 from cli_run import SMALL, run_cli
 
 from purerl.cli import main
-from purerl.run import files
+from purerl.run import files, rundir
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,8 @@ def test_a_truncated_summary_is_named_not_config_json(capsys, run):
     code, _, err = run_cli(capsys, "eval", run, "--episodes", "1")
     assert code == 0, err  # a run recording its grid in member order needs no summary to be evaluated
     config = json.loads((run / "config.json").read_text())
-    (run / "config.json").write_text(json.dumps({**config, "grid": {"lr": [2.5e-4]}}))  # an older record's grid
+    (run / "config.json").write_text(json.dumps({**config, "grid": {"lr": [2.5e-4]}}))  # an older record's grid,
+    (run / rundir.MARKER).write_text('{"purerl_run": true}\n')  # under an older marker, which kept no record
     code, _, err = run_cli(capsys, "eval", run, "--episodes", "1")
     assert code == 2 and err.count("\n") == 1, err
     assert f"{run / 'summary.json'} cannot be read as a run's summary: it is not JSON" in err

@@ -63,8 +63,9 @@ def _show(name: str, value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def differences(previous: dict, config: dict) -> str:
-    """Each differing field, by its own name (its path where the name alone is ambiguous), with both values."""
+def differences(previous: dict, config: dict, labels: tuple[str, str] = ("recorded", "given")) -> str:
+    """Each differing field, by its own name (its path where the name alone is ambiguous), with both values, each
+    followed by its label."""
     old, new = flat_fields(previous), flat_fields(config)
     paths = sorted(k for k in old.keys() | new.keys() if old.get(k, _ABSENT) != new.get(k, _ABSENT))
     short = [path.rpartition(".")[2] for path in old.keys() | new.keys()]
@@ -72,6 +73,6 @@ def differences(previous: dict, config: dict) -> str:
     for path in paths:
         name = path.rpartition(".")[2]
         name = name if short.count(name) == 1 else path
-        parts.append(f"{name}: {_show(name, old.get(path, _ABSENT))} (recorded) vs "
-                     f"{_show(name, new.get(path, _ABSENT))} (given)")
+        parts.append(f"{name}: {_show(name, old.get(path, _ABSENT))} ({labels[0]}) vs "
+                     f"{_show(name, new.get(path, _ABSENT))} ({labels[1]})")
     return "; ".join(parts)

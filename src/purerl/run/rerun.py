@@ -33,8 +33,8 @@ def load_spec(path: Path, flag: str = "--config"):
     path = Path(path)
     if path.is_dir():
         path = path / "config.json"
-    try:
-        data = read_json(path, "a training record", object)  # any JSON: what it records is checked below
+    try:  # any JSON: what it records is checked below; a run resumed as recorded only as purerl wrote it
+        data = rundir.read_config(path.parent) if flag == "--resume" else read_json(path, "a training record", object)
     except ConfigError as error:
         raise ConfigError(f"{flag}: {error}") from None
     if not isinstance(data, dict) or data.get("command") != "train":

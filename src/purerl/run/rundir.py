@@ -63,8 +63,26 @@ def _temporary(name: str) -> bool:
 
 
 def read_config(out: Path) -> dict:
-    """The run's config.json, or a one-line error when it cannot be read as one."""
-    return read_json(Path(out) / CONFIG, "a run's settings")
+    """The run's config.json as purerl wrote it, or a one-line error: when it cannot be read as one, or when it was
+    edited since (the marker keeps the record `start` wrote, so that no resume, evaluation or load follows an edited
+    record while claiming it for the whole run)."""
+    out = Path(out)
+    config = read_json(out / CONFIG, "a run's settings")
+    written = _written_config(out)
+    if written is not None and written != config:
+        raise ConfigError(f"{out / CONFIG} was edited after purerl wrote it (differs in: "
+                          f"{records.differences(written, config, ('written', 'now'))}); a run continues only as it "
+                          "was recorded: restore the file, or train a new run with --config")
+    return config
+
+
+def _written_config(out: Path) -> dict | None:
+    """The config.json record the marker keeps (None for a run marked before markers kept it)."""
+    try:
+        marker = json.loads((out / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return marker.get("config") if isinstance(marker, dict) and isinstance(marker.get("config"), dict) else None
 
 
 def holds_run(out: Path) -> bool:
@@ -260,5 +278,6 @@ def start(out: Path, config: dict[str, Any], resumed: bool) -> None:
             if entry.name == LOCK:
                 continue
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-    write_atomic(out / MARKER, json.dumps({"purerl_run": True}) + "\n")
-    write_atomic(out / CONFIG, json.dumps(records.comparable(config), indent=2, sort_keys=True))
+    recorded = json.loads(json.dumps(records.comparable(config)))  # as config.json reads back
+    write_atomic(out / MARKER, json.dumps({"purerl_run": True, "config": recorded}) + "\n")
+    write_atomic(out / CONFIG, json.dumps(recorded, indent=2, sort_keys=True))

@@ -1,0 +1,90 @@
+"""A run's config.json edited by hand is never followed: resume, `eval` and `purerl.load` refuse it in one line,
+exit 2, naming the field, and write nothing (issue 84); unedited, the run resumes as recorded."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_run import SMALL, run_cli
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from purerl.cli import main
+from purerl.config import ConfigError
+from purerl.run import records
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("edited") / "run"
+    assert main(["train", "--out", str(out), "--seeds", "2", *SMALL]) == 0
+    return out
+
+
+def _snapshot(run: Path) -> dict[str, bytes]:
+    return {p.relative_to(run).as_posix(): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()
+            and p.name != ".purerl-lock"}
+
+
+def _leaves(record, prefix=()):
+    if isinstance(record, dict):
+        for key, value in record.items():
+            yield from _leaves(value, (*prefix, key))
+    else:
+        yield prefix
+
+
+def _edit(record: dict, path: tuple, value, delete: bool) -> dict:
+    record = json.loads(json.dumps(record))
+    parent = record
+    for key in path[:-1]:
+        parent = parent[key]
+    if delete:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return record
+
+
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40), st.floats(allow_nan=False, width=32),
+                   st.text(max_size=8), st.lists(st.integers(0, 9), max_size=3))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_an_edited_config_json_is_refused_in_one_line_and_nothing_is_written(finished, tmp_path_factory, capsys, data):
+    run = tmp_path_factory.mktemp("copy") / "run"
+    shutil.copytree(finished, run)
+    recorded = json.loads((run / "config.json").read_text())
+    paths = sorted(_leaves(recorded))
+    path = data.draw(st.sampled_from(paths))
+    delete = data.draw(st.booleans())
+    edited = _edit(recorded, path, data.draw(VALUES), delete)
+    if data.draw(st.booleans()):
+        edited["an_extra_key"] = 1
+    (run / "config.json").write_text(json.dumps(edited, indent=2))
+    before = _snapshot(run)
+    for argv in (["train", "--out", run, "--resume"], ["eval", run, "--episodes", "2"]):
+        code, _, err = run_cli(capsys, *argv)
+        if edited == recorded:
+            assert code == 0, err
+            continue
+        assert code == 2 and err.count("\n") == 1 and "was edited after purerl wrote it" in err, err
+        assert _snapshot(run) == before
+    if edited != recorded:
+        import purerl
+
+        with pytest.raises(ConfigError, match="edited"):
+            purerl.load(run)
+
+
+def test_the_refusal_names_the_field_and_both_values(finished, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    recorded = json.loads((run / "config.json").read_text())
+    seeds = recorded["seeds"]
+    (run / "config.json").write_text(json.dumps({**recorded, "seeds": [seeds[0], 5]}))
+    code, _, err = run_cli(capsys, "train", "--out", run, "--resume")
+    assert code == 2 and f"seeds: {records._show('seeds', seeds)} (written) vs" in err and "(now)" in err, err
+    (run / "config.json").write_text(json.dumps(recorded, indent=3))  # the same record, laid out otherwise
+    assert run_cli(capsys, "train", "--out", run, "--resume")[0] == 0
