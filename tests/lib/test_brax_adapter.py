@@ -1,7 +1,5 @@
-"""The Brax adapter's time limit, termination and auto-reset, on a stand-in for a Brax env.
-
-The real Brax envs are exercised by the slow hopper test (they need purerl[brax]).
-"""
+"""The Brax adapter's time limit, termination and auto-reset, on a stand-in for a Brax env; and every Brax env the
+adapter lists resets and steps (with purerl[brax]: the one that once failed here, all of them `slow`)."""
 
 from typing import NamedTuple
 
@@ -59,3 +57,27 @@ def test_brax_ids_are_known_and_need_the_extra():
     assert "brax:hopper" in envs.available()
     with pytest.raises(envs.UnknownEnvError, match="did you mean brax:hopper"):
         envs.check_name("brax:hoper")
+
+
+def _resets_and_steps(name: str) -> None:
+    """Traced, not compiled: each env's reset and one step give the contract's shapes and dtypes."""
+    env = envs.make(f"brax:{name}")
+    obs, state = jax.eval_shape(env.reset, jax.random.PRNGKey(0))
+    _, ts = jax.eval_shape(env.step, jax.random.PRNGKey(1), state, jnp.zeros(env.action_space.shape))
+    assert obs.shape == ts.obs.shape == ts.final_obs.shape == env.observation_shape
+    assert ts.reward.dtype == jnp.float32 and ts.reward.shape == () and ts.terminated.dtype == jnp.bool_
+
+
+def test_inverted_pendulum_whose_reward_is_a_python_float_resets_and_steps():
+    pytest.importorskip("brax")
+    _resets_and_steps("inverted_pendulum")
+
+
+@pytest.mark.slow
+def test_every_listed_brax_env_resets_and_steps():
+    pytest.importorskip("brax")
+    from purerl.envs.brax import BRAX_ENVS
+
+    for name in BRAX_ENVS:
+        _resets_and_steps(name)
+

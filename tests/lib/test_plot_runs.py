@@ -187,3 +187,12 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, two_r
     assert code == 2
     assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists() and (tmp_path / "FILE").read_text() == "a user file"
+
+
+def test_plot_onto_a_runs_own_curves_says_whose_they_are_and_keeps_them(capsys, two_runs):
+    """The train-written figure is purerl's: the refusal says so, not "purerl did not write it" (issue 86)."""
+    own = two_runs[0] / "curves.png"
+    before = own.read_bytes()
+    code, _, err = run_cli(capsys, "plot", two_runs[1], "--out", own)
+    assert code == 2 and err.count("\n") == 1 and f"it is the run {two_runs[0]}'s own curves.png" in err, err
+    assert "did not write" not in err and own.read_bytes() == before

@@ -56,6 +56,26 @@ class Parser(argparse.ArgumentParser):
         print(f"purerl: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, with the closest flag of the command suggested for one it does not know (`--lrr`: did you
+        mean --lr?), as the Python API suggests a setting's name."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._suggestion(parsed, extras)}")
+        return parsed
+
+    def _suggestion(self, parsed, extras: list[str]) -> str:
+        import difflib
+
+        commands = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
+        parser = commands.get(getattr(parsed, "command", None), self)
+        known = [flag for action in parser._actions for flag in action.option_strings if flag.startswith("--")]
+        for flag in (word.partition("=")[0] for word in extras if word.startswith("--")):
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+            if close:
+                return f" (did you mean {close[0]}?)"
+        return ""
+
     def _get_values(self, action, arg_strings):
         """`--seeds=--` is a flag without its value: argparse would drop the `--` and hand back an empty list."""
         if action.option_strings and action.nargs is None and arg_strings == ["--"]:

@@ -50,6 +50,12 @@ _WANDB_IN_RUN = re.compile(r"run-\w+\.wandb(\.synced)?|logs/debug(-internal|-cor
                            r"conda-environment\.yaml|diff\.patch)")
 
 
+def owns(path: Path) -> bool:
+    """`path` is one of a run directory's own files (`register_files`) inside a purerl run."""
+    path = Path(path)
+    return path.name in _OWN_FILES and marked(path.parent)
+
+
 def register_files(*names: str) -> None:
     """Declare file names that a writer puts at the top of run directories, so that `--overwrite` and `--resume`
     know them as purerl's."""

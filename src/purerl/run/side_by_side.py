@@ -275,6 +275,8 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out must name a .png file, got {out}")
     if out.is_dir():
         raise ConfigError(f"--out {out} is a directory; name a .png file")
+    if rundir.owns(out):  # purerl wrote it, as the run's own output: a plot of other runs does not replace it
+        raise ConfigError(f"refusing to replace {out}: it is the run {out.parent}'s own {out.name}; choose another --out")
     files.check_replaceable(out, "--out")
     missing = [run.path.name for run in runs if args.metric not in run.metrics()]
     if missing:
