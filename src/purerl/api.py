@@ -188,6 +188,8 @@ def _spec_of(algorithm, base, hyperparams, seeds, grid, meta_params):
 
     entry = registry.for_config(algorithm.config)
     python: dict[str, str] = {}
+    if entry.train_class is not None and type(algorithm) is not entry.train_class:  # a subclass: its own loss, say
+        python["algorithm"] = _qualified(type(algorithm))
     names = {"objective": "ppo", "value_loss": "clipped_l2", "network": "mlp"}
     if entry.name == "ppo":
         from purerl.algos.objectives import FullObservation

@@ -156,3 +156,40 @@ def test_every_algorithms_record_reads_back(tmp_path):
         spec = make_train(_bench_env(algo), algo=algo).spec
         (tmp_path / "config.json").write_text(json.dumps(spec.to_json()))
         assert load_spec(tmp_path / "config.json") == spec, algo
+
+
+class _LoggedPPO(__import__("purerl").PPO):
+    """PureJaxRL's habit: a subclass whose loss adds a statistic."""
+
+    metric_names = __import__("purerl").PPO.metric_names + ("mean_advantage",)
+
+    def loss(self, params, batch, hp, meta_params):
+        total, stats = super().loss(params, batch, hp, meta_params)
+        return total, {**stats, "mean_advantage": batch.advantage.mean()}
+
+
+class _UnnamedStatPPO(_LoggedPPO):
+    metric_names = __import__("purerl").PPO.metric_names
+
+
+def test_a_subclass_that_overrides_the_loss_is_recorded_and_its_statistic_reaches_the_metrics(tmp_path, capsys):
+    """Issue 86: config.json names the class, so `--config` and `--resume` from the command line refuse it in one
+    line instead of rerunning plain PPO; a statistic its loss adds is in metrics.csv, or refused, never dropped."""
+    import purerl
+    from cli_run import run_cli
+
+    config = purerl.PPOConfig(env="CartPole-v1", num_envs=4, num_steps=32, total_timesteps=512, update_epochs=1,
+                              num_minibatches=2)
+    out = tmp_path / "run"
+    purerl.train(_LoggedPPO(config), out, progress=False)
+    recorded = json.loads((out / "config.json").read_text())
+    assert recorded["python"] == {"algorithm": f"{__name__}._LoggedPPO"}
+    assert "mean_advantage" in (out / "metrics.csv").read_text().splitlines()[0]
+    for argv in (["train", "--config", out / "config.json", "--out", tmp_path / "again"],
+                 ["train", "--out", out, "--resume"]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and err.count("\n") == 1 and f"{__name__}._LoggedPPO" in err, err
+    assert not (tmp_path / "again").exists()
+    with pytest.raises(purerl.ConfigError, match="no metric column holds \\(mean_advantage\\)"):
+        purerl.train(_UnnamedStatPPO(config), tmp_path / "dropped", progress=False)
+    assert not (tmp_path / "dropped").exists()  # refused before the run directory is written

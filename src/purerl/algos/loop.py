@@ -9,6 +9,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from purerl.config import ConfigError
+
 from purerl import envs
 
 
@@ -92,6 +94,12 @@ def diverged(metrics: dict[str, jax.Array], params, loss_names: tuple[str, ...] 
 
 
 def record(metrics: dict[str, jax.Array], index: jax.Array, row: dict[str, jax.Array]) -> dict[str, jax.Array]:
-    """The buffers with row `index` set."""
+    """The buffers with row `index` set. A statistic the row has and no buffer holds (one a subclass's loss adds)
+    is refused when the program is traced, never dropped: the class names it in its metrics to record it."""
+    extra = sorted(set(row) - set(metrics))
+    if extra:
+        raise ConfigError(f"the update returns statistics no metric column holds ({', '.join(extra)}): add them to "
+                          "the algorithm's metric names (PPO: `metric_names = PPO.metric_names + (...)` in the "
+                          "subclass) to record them in metrics.csv")
     return {name: buffer.at[index].set(row[name].astype(jnp.float32)) for name, buffer in metrics.items()}
 

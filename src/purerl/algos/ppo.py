@@ -84,6 +84,8 @@ class Batch(NamedTuple):
 class PPO(loop.MinibatchEpochs):
     """Built once per static config; calling it runs a whole training run (`loop.UpdateLoop`)."""
 
+    metric_names = METRICS  # a subclass whose loss returns more statistics names them here to record them
+
     def __init__(self, config: PPOConfig, env: envs.Env | None = None, objective=ppo_clip, value_loss=clipped_l2,
                  observe=None, network=None):
         super().__init__(config, env)
@@ -121,7 +123,7 @@ class PPO(loop.MinibatchEpochs):
         env_obs, env_state = self.env.reset_batch(jax.random.split(reset_key, cfg.num_envs))
         raw_obs = self.observe(env_obs, meta_params)
         obs_stats = self.obs_norm.update(self.obs_norm.init(), raw_obs)
-        metrics = loop.metric_buffers(METRICS, cfg.num_updates)
+        metrics = loop.metric_buffers(self.metric_names, cfg.num_updates)
         return RunnerState(params=params, opt_state=opt_state, env_state=env_state,
                            obs=self.obs_norm.normalize(obs_stats, raw_obs), reset=jnp.ones(cfg.num_envs, bool),
                            carry=self.network.initial_carry(cfg.num_envs), obs_stats=obs_stats,

@@ -29,6 +29,17 @@ from purerl.run.progress import TrainingBar
 from purerl.run.trainspec import TrainSpec
 
 
+
+def _trace_one_update(train, members: Members, meta_params) -> None:
+    """A subclass's init and one update traced (not compiled) before the run directory is written, so that what
+    its own code refuses while tracing (a statistic its loss adds that no metric column holds) is refused first."""
+    import jax.numpy as jnp
+
+    hp = jax.tree.map(lambda x: x[0], members.hyperparams.as_arrays())
+    state = jax.eval_shape(train.init, jax.ShapeDtypeStruct((2,), jnp.uint32), hp, meta_params)
+    jax.eval_shape(lambda s: train.run(s, hp, meta_params, 0, 1), state)
+
+
 def run(
     spec: TrainSpec,
     out: Path,
@@ -64,6 +75,8 @@ def run(
     wandb = log_backends.wandb_settings(out, len(members), **(wandb_flags or {})) if "wandb" in (log or []) else None
     config_json = spec.to_json()
     resumed = rundir.prepare(out, config_json, resume, overwrite)
+    if train is not None and "algorithm" in spec.python:
+        _trace_one_update(train, members, meta_params)
     if resumed and (out / results.SUMMARY).exists():
         results.read_summary(out)  # a finished run's summary is kept: checked before anything compiles
     if train is None:
