@@ -193,3 +193,31 @@ def test_a_subclass_that_overrides_the_loss_is_recorded_and_its_statistic_reache
     with pytest.raises(purerl.ConfigError, match="no metric column holds \\(mean_advantage\\)"):
         purerl.train(_UnnamedStatPPO(config), tmp_path / "dropped", progress=False)
     assert not (tmp_path / "dropped").exists()  # refused before the run directory is written
+
+
+def test_a_run_on_an_environment_of_ones_own_is_loaded_and_evaluated_from_python(tmp_path, capsys):
+    """Issue 86: no record can rebuild a Python-defined environment, so `purerl.load` takes the train function the
+    run was trained with; the command line's `eval` says how, in one line; a train function of another config is
+    refused naming the field."""
+    import numpy as np
+    from cli_run import run_cli
+    from test_ppo import Counter
+
+    from purerl.envs.wrappers import EpisodeStats
+
+    config = PPOConfig(env="Counter", num_envs=4, num_steps=8, total_timesteps=256, num_minibatches=2,
+                       update_epochs=1)
+    train = make_train(config, env=EpisodeStats(Counter(5)))
+    out = tmp_path / "run"
+    purerl.train(train, out, seeds=2, progress=False)
+    code, _, err = run_cli(capsys, "eval", out, "--episodes", "2")
+    assert code == 2 and err.count("\n") == 1 and "purerl.load(RUN_DIR, train=...)" in err, err
+    with pytest.raises(ConfigError, match="train=..."):
+        purerl.load(out)
+    policy = purerl.load(out, member=1, train=train)
+    assert policy(np.array([0.0, 1.0], np.float32)) in (0, 1)
+    returns = policy.evaluate(jax.random.PRNGKey(0), episodes=3)
+    assert returns.shape == (3,) and np.all(returns == 5.0)  # reward 1 a step, truncated after 5
+    other = make_train(PPOConfig(**{**config.__dict__, "num_envs": 8}), env=EpisodeStats(Counter(5)))
+    with pytest.raises(ConfigError, match="num_envs: 4 \\(recorded\\) vs 8 \\(given\\)"):
+        purerl.load(out, train=other)

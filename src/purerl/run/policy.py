@@ -47,6 +47,10 @@ class Policy:
     def sample(self, key: jax.Array, obs) -> np.ndarray:
         return np.asarray(self._sample(key, obs))
 
+    def evaluate(self, key: jax.Array, episodes: int = 100, sample: bool = False) -> np.ndarray:
+        """Returns of `episodes` fresh episodes played side by side, greedy or sampled, as `purerl eval` plays them."""
+        return np.asarray(evaluate(self.train, self.params, self.obs_stats, key, episodes, sample, self.hp))
+
     def step(self, carry, obs, reset, key: jax.Array | None = None):
         """`(carry, action)` for a batch `obs` [n, ...]: greedy without a key; `reset` [n] marks observations that
         begin an episode (the memory is zeroed there first, as in training)."""
@@ -67,8 +71,10 @@ def actor(train, params, obs_stats, hp=None):
     return lambda n: (), lambda carry, obs, reset, key: ((), train.act(params, obs_stats, obs, key, hp))
 
 
-def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
-    """(spec, members, train fn, restored runner state of every member) of a run directory."""
+def load_run(run_dir: Path, train=None) -> tuple[Any, Any, Any, Any]:
+    """(spec, members, train fn, restored runner state of every member) of a run directory. `train`: the train
+    function it was trained with, for a run made from Python objects no record can rebuild (an environment, a
+    network, a hook or a subclass of one's own); its static config must be the one the run recorded."""
     from purerl.run.checkpoint import Checkpointer
     from purerl.run.rerun import load_spec
 
@@ -79,8 +85,14 @@ def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
     if config.get("command") != "train":
         raise ConfigError(f"{run_dir} is a purerl {config.get('command', 'unknown')} run; this needs a run of purerl train")
     spec = load_spec(run_dir, "eval")  # members in the order they were trained in
-    members = spec.validate()
-    train = spec.build()
+    if train is None and spec.python:
+        made = ", ".join(f"{role} {name}" for role, name in spec.python.items())
+        raise ConfigError(f"{run_dir} was trained from Python with objects a record cannot rebuild ({made}); load it "
+                          "from Python with the train function it was trained with: purerl.load(RUN_DIR, train=...)")
+    if train is not None:
+        _check_same_config(run_dir, spec, train)
+    members = spec.validate(train)
+    train = train if train is not None else spec.build()
     if not (run_dir / rundir.CHECKPOINT).is_dir():  # checked first: the Checkpointer would create the folder
         raise ConfigError(f"{run_dir} has no checkpoint yet")
     checkpointer = Checkpointer(run_dir / rundir.CHECKPOINT)
@@ -98,12 +110,26 @@ def load_run(run_dir: Path) -> tuple[Any, Any, Any, Any]:
     return spec, members, train, state if spec.pbt is None else state.train
 
 
-def load(run_dir: str | Path, member: int = 0) -> Policy:
+def _check_same_config(run_dir: Path, spec, train) -> None:
+    """The given train function's static config is the one the run recorded (so the checkpoint fits it)."""
+    import dataclasses
+
+    from purerl.run import records
+
+    if type(train.config) is not type(spec.config) or train.config != spec.config:
+        given = dataclasses.asdict(train.config) if dataclasses.is_dataclass(train.config) else {}
+        raise ConfigError(f"the train function given is not the one {run_dir} trained (its config differs in: "
+                          f"{records.differences(dataclasses.asdict(spec.config), given, ('recorded', 'given'))})")
+
+
+def load(run_dir: str | Path, member: int = 0, train=None) -> Policy:
     """The policy of one member (default the first) of a finished or checkpointed run. `member` is checked
-    to be an integer before the run is loaded (True would pass for member 1; 1.5 would fail as an IndexError)."""
+    to be an integer before the run is loaded (True would pass for member 1; 1.5 would fail as an IndexError).
+    A run trained from Python on objects no record can rebuild (an environment, network, hook or subclass of one's
+    own) is loaded with the train function it was trained with: `load(run_dir, train=train)`."""
     if isinstance(member, bool) or not isinstance(member, numbers.Integral):
         raise ConfigError(f"member must be an integer index, got {shown(member)}")
-    spec, members, train, state = load_run(Path(run_dir))
+    spec, members, train, state = load_run(Path(run_dir), train)
     if not 0 <= member < len(members):
         raise ConfigError(f"member must be in [0, {len(members) - 1}], got {member}")
     pick = lambda tree: jax.tree.map(lambda x: x[member], tree)  # noqa: E731
