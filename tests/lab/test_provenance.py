@@ -480,3 +480,20 @@ def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):
     assert any("resumed across changes to its computation" in r for r in staleness.check(report.parent)["toy.md"])
     entry = provenance.record("toy", report, "a", ["x"], 1.0, BUDGET, sessions=[{**same, "dirty": True}])
     assert entry["dirty"] and not entry["mixed_sources"]  # uncommitted, but one source: not "mixed"
+
+
+@pytest.mark.parametrize("recorded, shown", [
+    ("purerl pbt-study --runs-dir /root/purerl-runs/s40/pbt --report docs/results/pbt.md --resume",
+     "purerl pbt-study --runs-dir RUNS/pbt --report docs/results/pbt.md --resume"),
+    ("purerl act train-time --from-params /home/u/runs/s41/act/CartPole-v1 --runs-dir /home/u/runs/s41/act",
+     "purerl act train-time --from-params RUNS/act/CartPole-v1 --runs-dir RUNS/act"),
+    ("purerl evolve value-loss --seed 0 --out /root/purerl-runs/vl-scaled-0 --no-progress",
+     "purerl evolve value-loss --seed 0 --out RUNS/vl-scaled-0 --no-progress"),
+    ("purerl analyze value-loss docs/results/value_loss/es_seed0 --report docs/results/value_loss.md",
+     "purerl analyze value-loss docs/results/value_loss/es_seed0 --report docs/results/value_loss.md"),
+])
+def test_a_recorded_command_is_shown_as_it_reruns_from_a_clone(recorded, shown):
+    """Issue 85: no absolute path of the machine that ran a command in a document; the scratch folder is RUNS,
+    what stood below it keeps its place, and the repository's own paths stay."""
+    assert document.portable_command(recorded) == shown
+    assert document.portable_command(f"purerl train --out {provenance.REPO / 'runs' / 'x'}").endswith("runs/x")

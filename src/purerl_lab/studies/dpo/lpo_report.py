@@ -14,6 +14,7 @@ import numpy as np
 
 from purerl import stats
 from purerl.meta import evolve_files
+from purerl_lab.publish import document
 from purerl.run import files, results, rundir
 
 TASK_KEYS = ("env", "total_timesteps", "num_envs", "num_steps")  # an evolve run's task_info and a compare record
@@ -63,7 +64,7 @@ def lines(folder: Path, records: list[dict]) -> list[str]:
         es, task = config["es"], config["task_info"]
         rows = evolve_files.read_log(run)
         means, seconds = [row["mean"] for row in rows], sum(row["seconds"] for row in rows)
-        made = evolve_files.made_by(rundir.sessions(run))
+        made = evolve_files.made_by(document.portable_sessions(rundir.sessions(run)))
         start, end = np.mean(means[:10]), np.mean(means[-10:])
         at = next((i for i, r in enumerate(records) if trained_on(task, r)), None)
         ppo = None if at is None else records[at]["objectives"].get("ppo", {}).get(f"fitness_{task['fitness']}")

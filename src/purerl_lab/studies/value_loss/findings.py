@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from purerl import stats
 from purerl.meta import evolve_files
+from purerl_lab.publish import document
 
 SHAPE_COLUMNS = ("slope at v = t, left / right (L2: 0)", "curvature at v = t (L2: 1)", "as L2 near v = t at vf_coef",
                  "minimum at v - t", "over/under-estimation ratio at 10 / 30", "share of errors with negative curvature",
@@ -98,7 +99,7 @@ def _evolution(record: dict, task: dict, seeds: dict, selected: str, name: str, 
 def _made_by(summary: dict) -> str:
     """Each session of one evolution (its provenance.json), or that it has none: an evolution made before
     `purerl evolve` recorded its sessions cannot say which commit and machine made it."""
-    return (evolve_files.made_by(summary.get("made_by", []))
+    return (evolve_files.made_by(document.portable_sessions(summary.get("made_by", [])))
             or "no provenance.json (made before `purerl evolve` recorded its sessions: commit and machine unknown)")
 
 
