@@ -62,7 +62,7 @@ def test_end_to_end_run_directory_eval_and_load(capsys, tmp_path):
     code, _, err = run_cli(capsys, "train", "--out", str(out), "--seeds", "2", *SMALL)
     assert code == 2 and "already holds this run; pass --resume" in err
     code, _, err = run_cli(capsys, "train", "--out", str(out), "--seeds", "3", *SMALL)
-    assert code == 2 and "already holds a different run (differs in: seeds: [0, 1] (recorded) vs [0, 1, 2] (given))" in err
+    assert code == 2 and "already holds a different run (differs in: seeds: [0, 1] (recorded) vs [0, 1, 2] (this command))" in err
 
     code, stdout, _ = run_cli(capsys, "eval", str(out), "--episodes", "5")
     assert code == 0 and "greedy return over 5 episodes x 2 members" in stdout
@@ -209,7 +209,7 @@ def test_compare_trains_each_objective_on_the_same_seeds_and_writes_the_report(c
     assert "s wall-clock (training summed over every session" in report.read_text()
     code, _, err = run_cli(capsys, "compare", "--objectives", "ppo,dpo", "--seeds", "3", *SMALL, "--runs-dir", "runs",
                            "--resume")
-    assert code == 2 and "holds a different run (differs in: seeds: [0, 1] (recorded) vs [0, 1, 2] (given))" in err
+    assert code == 2 and "holds a different run (differs in: seeds: [0, 1] (recorded) vs [0, 1, 2] (this command))" in err
     code, _, err = run_cli(capsys, "compare", "--objectives", "ppo,lpo", "--seeds", "2", *SMALL)
     assert code == 2 and "objective 'lpo' needs its meta-parameters" in err
 

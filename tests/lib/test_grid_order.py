@@ -13,7 +13,7 @@ import pytest
 
 import purerl
 from cli_run import SMALL, run_cli
-from purerl.run import experiment, rerun, results, stopping
+from purerl.run import experiment, rerun, results, rundir, stopping
 from purerl.cli import build_parser, main, train_spec
 
 GRIDS = {
@@ -151,6 +151,7 @@ def test_an_older_record_with_a_sorted_grid_dict_keeps_its_members(capsys, tmp_p
     config = json.loads((old / "config.json").read_text())
     config["grid"] = dict(config["grid"])
     (old / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
+    (old / rundir.MARKER).write_text('{"purerl_run": true}\n')  # under an older marker, which kept no record
     expected = member_labels(live[2])
     assert labels(rerun.load_spec(old)) == expected
     assert [purerl.load(old, member=i).label for i in range(len(expected))] == expected
@@ -170,8 +171,8 @@ def test_resume_with_differing_flags_names_each_field_and_both_values(capsys, li
     flags = [*grid_flags({**GRIDS[2], "lr": "2.5e-4"}, GRIDS[2]), "--seeds", "2", *SMALL]
     code, _, err = run_cli(capsys, "train", "--out", live[2], "--resume", *flags)
     assert code == 2 and err.count("\n") == 1, err
-    for difference in ("lr: 0.001 (recorded) vs 0.00025 (given)", "seeds: [0] (recorded) vs [0, 1] (given)",
-                       "grid: lr=0.001,0.00025 clip_eps=0.1,0.2 (recorded) vs clip_eps=0.1,0.2 (given)"):
+    for difference in ("lr: 0.001 (recorded) vs 0.00025 (this command)", "seeds: [0] (recorded) vs [0, 1] (this command)",
+                       "grid: lr=0.001,0.00025 clip_eps=0.1,0.2 (recorded) vs clip_eps=0.1,0.2 (this command)"):
         assert difference in err
     assert (live[2] / "config.json").read_text() == before
 

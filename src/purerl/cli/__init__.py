@@ -33,13 +33,15 @@ from purerl.run.stopping import StopRequested, graceful_stop, pending, tell
 COMMANDS = "purerl.commands"  # the entry-point group of other packages' commands
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Given the arguments, `purerl train --algo NAME --help` lists NAME's flags alone
+    (any other parse takes every algorithm's flags, and `train_spec` refuses those of another algorithm)."""
     from purerl.algos import registry
 
     registry.load_plugins()  # algorithms (and meta-tasks) registered outside purerl, before their flags are made
     parser = Parser(prog="purerl", description="Reinforcement learning as compiled JAX programs.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    train.add_train(sub)
+    train.add_train(sub, _help_for_algo(argv or []))
     meta.add_evolve(sub)
     tools.add_runs(sub)
     train.add_eval(sub)
@@ -50,13 +52,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _help_for_algo(argv: list[str]) -> str | None:
+    """NAME when `argv` asks for `purerl train --algo NAME --help` (or `-h`), else None."""
+    if argv[:1] != ["train"] or not {"--help", "-h"} & set(argv):
+        return None
+    for i, word in enumerate(argv):
+        if word.startswith("--algo="):
+            return word.partition("=")[2]
+        if word == "--algo" and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     # orbax reads a checkpoint in asyncio tasks; when a damaged one fails, purerl reports it in one line and
     # asyncio would add "Task exception was never retrieved" with a traceback once the failed task is collected
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     configure_jax()  # before anything starts JAX's backend: a CPU device per core, the compile cache
     try:
-        parser = build_parser()
+        parser = build_parser(list(sys.argv[1:] if argv is None else argv))
     except ConfigError as error:  # a plugin that cannot register
         print(f"purerl: error: {error}", file=sys.stderr)
         return EXIT_USAGE

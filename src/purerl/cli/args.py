@@ -209,6 +209,8 @@ def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4, alg
         shown = {algo: registry.show_default(value) for algo, value in registry.defaults(name, chosen).items()}
         # a field an algorithm added without a description still gets a flag, not a KeyError for every command
         what = registry.DESCRIPTIONS.get(name, name.replace("_", " "))
+        if len(chosen) > 1 and len(shown) < len(chosen):  # a flag some algorithms ignore says whose it is
+            return f"[{', '.join(shown)}] {what} ({default_text(shown)})"
         return f"{what} ({default_text(shown)})"
 
     parser.add_argument("--hidden-sizes", type=integers, metavar="64,64", help=describe("hidden_sizes"))

@@ -17,12 +17,15 @@ DEFAULT_GIF = "episode.gif"
 rundir.register_files(EVAL_REPORT, DEFAULT_GIF)
 
 
-def add_train(sub) -> None:
+def add_train(sub, algo: str | None = None) -> None:
+    """`purerl train`, with every algorithm's flags, or with `algo`'s alone (`purerl train --algo sac --help`)."""
     from purerl.algos.registry import ALGORITHMS
 
     train = sub.add_parser("train", help=f"train {', '.join(a.title for a in ALGORITHMS.values())} on many seeds (and a "
                                           "hyperparameter grid) in one program")
-    add_train_flags(train)
+    add_train_flags(train, algorithms=(algo,) if algo in ALGORITHMS else None)
+    if algo not in ALGORITHMS:
+        train.epilog += " `purerl train --algo NAME --help` shows one algorithm's flags alone."
     train.add_argument("--algo", default="ppo", choices=list(ALGORITHMS), help="algorithm")
     networks = list(dict.fromkeys(name for algorithm in ALGORITHMS.values() for name in algorithm.networks))
     train.add_argument("--network", default="mlp", choices=networks, help="gru: a recurrent agent (ppo)")

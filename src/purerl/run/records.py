@@ -63,7 +63,7 @@ def _show(name: str, value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def differences(previous: dict, config: dict, labels: tuple[str, str] = ("recorded", "given")) -> str:
+def differences(previous: dict, config: dict, labels: tuple[str, str] = ("recorded", "this command")) -> str:
     """Each differing field, by its own name (its path where the name alone is ambiguous), with both values, each
     followed by its label."""
     old, new = flat_fields(previous), flat_fields(config)
