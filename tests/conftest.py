@@ -21,6 +21,18 @@ FULL_BATCH = dict(env="CartPole-v1", num_envs=4, num_steps=32, num_minibatches=1
                   total_timesteps=256)
 
 
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One small finished CartPole run (one seed, `cli_run.SMALL`), shared by a module's tests that read one."""
+    from cli_run import SMALL
+
+    from purerl.cli import main
+
+    out = tmp_path_factory.mktemp("trained") / "run"
+    assert main(["train", "--out", str(out), "--seeds", "1", *SMALL]) == 0
+    return out
+
+
 @pytest.fixture(scope="session")
 def tiny_train():
     from purerl.algos.ppo import make_train

@@ -14,13 +14,6 @@ from purerl.run import experiment, files, rundir, runlock
 from purerl.cli import main
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    """One small finished CartPole run, shared by the tests that read one."""
-    out = tmp_path_factory.mktemp("trained") / "run"
-    assert main(["train", "--out", str(out), "--seeds", "1", *SMALL]) == 0
-    return out
-
 
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}

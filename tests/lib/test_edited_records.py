@@ -6,19 +6,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_run import SMALL, run_cli
+from cli_run import run_cli
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from purerl.cli import main
 from purerl.config import ConfigError
 from purerl.run import records
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("edited") / "run"
-    assert main(["train", "--out", str(out), "--seeds", "2", *SMALL]) == 0
-    return out
 
 
 def _snapshot(run: Path) -> dict[str, bytes]:
@@ -52,9 +44,9 @@ VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40), st.floa
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_an_edited_config_json_is_refused_in_one_line_and_nothing_is_written(finished, tmp_path_factory, capsys, data):
+def test_an_edited_config_json_is_refused_in_one_line_and_nothing_is_written(trained, tmp_path_factory, capsys, data):
     run = tmp_path_factory.mktemp("copy") / "run"
-    shutil.copytree(finished, run)
+    shutil.copytree(trained, run)
     recorded = json.loads((run / "config.json").read_text())
     paths = sorted(_leaves(recorded))
     path = data.draw(st.sampled_from(paths))
@@ -78,9 +70,9 @@ def test_an_edited_config_json_is_refused_in_one_line_and_nothing_is_written(fin
             purerl.load(run)
 
 
-def test_the_refusal_names_the_field_and_both_values(finished, tmp_path, capsys):
+def test_the_refusal_names_the_field_and_both_values(trained, tmp_path, capsys):
     run = tmp_path / "run"
-    shutil.copytree(finished, run)
+    shutil.copytree(trained, run)
     recorded = json.loads((run / "config.json").read_text())
     seeds = recorded["seeds"]
     (run / "config.json").write_text(json.dumps({**recorded, "seeds": [seeds[0], 5]}))

@@ -8,17 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_run import SMALL, run_cli
+from cli_run import run_cli
 
-from purerl.cli import main
 from purerl.run import files, rundir
 
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("eval_files") / "run"
-    assert main(["train", "--out", str(out), "--seeds", "1", *SMALL]) == 0
-    return out
 
 
 @pytest.fixture

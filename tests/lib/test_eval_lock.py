@@ -10,17 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_run import SMALL, run_cli
+from cli_run import run_cli
 
-from purerl.cli import main
 from purerl.run.runlock import LOCK
 
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("trained") / "run"
-    assert main(["train", "--out", str(out), "--seeds", "1", *SMALL]) == 0
-    return out
 
 
 @pytest.fixture

@@ -131,7 +131,7 @@ def test_a_bad_config_file_is_one_line_exit_2_and_writes_nothing(capsys, tmp_pat
 
 
 @pytest.mark.parametrize("name, content, message", [
-    ("config.json", DEEP, "--resume: {out}/config.json cannot be read as a training record: it nests deeper"),
+    ("config.json", DEEP, "--resume: {out}/config.json cannot be read as a run's settings: it nests deeper"),
     ("summary.json", DEEP, "--resume: {out}/summary.json cannot be read as a run's summary: it nests deeper"),
     ("summary.json", "{}", "{out}/summary.json has no 'env': it is damaged, or purerl did not write it"),
     ("summary.json", '{"n": ' + HUGE + "}", "{out}/summary.json cannot be read as a run's summary: it holds an "

@@ -46,7 +46,7 @@ def test_a_custom_hook_run_writes_the_run_directory_and_resumes_bit_exact(hooked
 
 def test_a_python_run_refuses_another_hook_or_meta_params_and_the_cli_says_how_to_continue(hooked_run, capsys):
     out, _ = hooked_run
-    with pytest.raises(ConfigError, match=r"value_loss: \"python\" \(recorded\) vs \"clipped_l2\" \(given\)"):
+    with pytest.raises(ConfigError, match=r"value_loss: \"python\" \(recorded\) vs \"clipped_l2\" \(this command\)"):
         purerl.train(make_train(TINY), out, seeds=3, resume=True)
     with pytest.raises(ConfigError, match=r"differs in: meta_params: absent \(recorded\) vs \"sha256:"):
         purerl.train(make_train(TINY, value_loss=huber), out, seeds=3, resume=True, meta_params={"w": 2.0})

@@ -87,7 +87,7 @@ def test_a_run_without_overwrite_or_resume_is_left_alone(tmp_path):
     with pytest.raises(ConfigError, match="already holds this run; pass --resume"):
         rundir.prepare(run, {"command": "train", "seeds": [0]}, resume=False, overwrite=False)
     with pytest.raises(ConfigError, match=r"already holds a different run \(differs in: seeds: \[0\] \(recorded\) "
-                                          r"vs \[1\] \(given\)\)"):
+                                          r"vs \[1\] \(this command\)\)"):
         rundir.prepare(run, {"command": "train", "seeds": [1]}, resume=False, overwrite=False)
     with pytest.raises(ConfigError, match=r"--resume: .* holds a different run \(differs in: seeds: "):
         rundir.prepare(run, {"command": "train", "seeds": [1]}, resume=True, overwrite=False)
