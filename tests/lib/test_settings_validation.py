@@ -235,3 +235,28 @@ def test_pbt_settings_from_python_are_one_config_error_line(pbt, name):
     with pytest.raises(ConfigError) as error:
         pbt.validate(HyperParams(), PPOConfig(**SMALL), 4)
     assert "\n" not in str(error.value) and str(error.value).startswith(name), error.value
+
+
+@pytest.mark.parametrize("flags", [
+    ["--num-envs", "100000", "--num-steps", "1000", "--total-timesteps", "1000000000"],
+    ["--hidden-sizes", "100000,100000"],
+    ["--seeds", "1048576"],
+])
+def test_a_run_that_cannot_fit_this_machine_is_one_line_before_anything_is_written(flags, tmp_path, capsys):
+    """Issue 84: sizes inside the caps whose memory no machine here has are refused with the estimate, exit 2,
+    before the run directory is written (as the replay buffers' check does)."""
+    from cli_run import run_cli
+
+    code, _, err = run_cli(capsys, "train", *flags, "--out", tmp_path / "run", "--no-progress")
+    assert code == 2 and err.count("\n") == 1 and "GiB, more than this machine's" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_memory_bound_is_a_lower_bound_that_a_small_run_passes():
+    from purerl import envs
+    from purerl.algos import memory
+
+    env = envs.make("CartPole-v1")
+    memory.ppo_fits(PPOConfig(), env, 64)  # the README's 64 seeds
+    with pytest.raises(ConfigError, match="need at least 0.0 GiB"):
+        memory.ppo_fits(PPOConfig(), env, 1, available=1.0)

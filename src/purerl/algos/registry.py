@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from purerl.algos import dqn, offpolicy, ppo, pqn, replay, sac, td3
+from purerl.algos import dqn, memory, offpolicy, ppo, pqn, replay, sac, td3
 from purerl.algos.objectives import clipped_l2, ppo_clip
 from purerl.config import PRESETS as PPO_PRESETS
 from purerl.config import ConfigError, HyperParams, PPOConfig, Preset, default_preset
@@ -98,7 +98,7 @@ def _plain(train_class):
 
 ALGORITHMS = {
     "ppo": Algorithm("ppo", "PPO", PPOConfig, HyperParams, PPO_PRESETS, default_preset, NETWORKS,
-                     ("policy_loss", "value_loss"), _ppo,
+                     ("policy_loss", "value_loss"), _ppo, memory.ppo_fits,
                      pbt_explore=(("lr", *LR_RANGE), ("ent_coef", 1e-4, 0.1)),
                      # CleanRL's CartPole defaults at 500k steps per agent; Breakout-MinAtar with PureJaxRL's
                      # MinAtar preset at a budget that fits a 2-core CPU
