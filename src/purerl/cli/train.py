@@ -142,7 +142,10 @@ def print_summary(out: Path, summary: dict) -> None:
 
     from purerl import stats
 
-    table = Table(title=f"{summary['env']}: final return (mean of last {summary['final_return_window_updates']} updates)")
+    window = summary.get("final_return_window_env_steps")
+    steps = f", env steps {window[0]:,}-{window[1]:,} of each agent" if window else ""
+    table = Table(title=f"{summary['env']}: final return (mean of the last {summary['final_return_window_updates']} "
+                        f"updates{steps})")
     for column in ("setting", "seeds", "mean", "IQM [95% CI] or per seed"):
         table.add_column(column)
     diverged = summary.get("diverged") or []
@@ -167,6 +170,10 @@ def print_summary(out: Path, summary: dict) -> None:
                       f"{pbt['best_member']} (seed {pbt['best_seed']}), last trained with {values}")
     console.print(f"results in {out}/ (summary.json, metrics.csv, curves.png, {'pbt.csv, pbt.png, ' if pbt else ''}"
                   "checkpoint/)")
+    starts = summary.get("learning_starts")
+    if window and starts is not None and window[0] < 3 * starts:  # a short off-policy run: early learning's returns
+        console.print(f"note: learning began at env step {starts:,}, so this window's returns are still those of "
+                      f"early learning (and of its exploration); `purerl eval {out}` plays the trained policy")
     if diverged:
         print(f"purerl: warning: {len(diverged)} of {summary['members']} members diverged (non-finite loss, episode "
               f"return or parameters): {', '.join(diverged[:4])}{', ...' if len(diverged) > 4 else ''}", file=sys.stderr)

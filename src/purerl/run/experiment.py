@@ -195,6 +195,10 @@ def _summary(spec, members: Members, metrics, compile_s, run_s) -> dict[str, Any
         },
         "final_return_by_member": {members.label(i): float(v) for i, v in enumerate(final)},
         "final_return_window_updates": results.FINAL_WINDOW,
+        # the env steps of one member the window covers, and where a replay learner's learning began in them
+        "final_return_window_env_steps": [max(0, spec.config.num_updates - results.FINAL_WINDOW) * spec.config.batch_size,
+                                          spec.config.num_updates * spec.config.batch_size],
+        **({"learning_starts": spec.config.learning_starts} if hasattr(spec.config, "learning_starts") else {}),
         "compile_s": round(compile_s, 3),
         "run_s": round(run_s, 3),
         "env_steps_per_s": round(steps_per_member * len(members) / run_s, 1) if run_s > 0 else None,
