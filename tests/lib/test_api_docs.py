@@ -1,4 +1,4 @@
-"""The API reference builds from the docstrings (mkdocs --strict): a renamed or removed object fails here; its tables
+"""The documentation site (the guides and the API reference built from the docstrings) builds strictly (mkdocs --strict): a renamed or removed object fails here; its tables
 of fields and defaults are the code's (scripts/api_tables.py)."""
 
 import runpy
@@ -17,7 +17,10 @@ def test_api_reference_builds_strictly(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    page = (tmp_path / "site" / "index.html").read_text()
+    for guide in ("python_api", "algorithms", "meta_tasks", "pbt", "scaling", "tools", "architecture"):  # the guides
+        assert (tmp_path / "site" / guide / "index.html").is_file(), guide
+    assert not (tmp_path / "site" / "results").exists()  # generated documents stay out of the site
+    page = (tmp_path / "site" / "api" / "index.html").read_text()
     for name in ("make_train", "ppo_clip", "make_members", "Evolution", "purerl.envs.make", "ChunkLogger", "Policy",
                  "purerl.api.train", "DQNConfig", "PQNHyperParams", "target_update_interval", "max_parallel"):
         assert name in page, name
