@@ -4,23 +4,48 @@ A training run is a pure function `train(key, hyperparams, meta_params)`; jit it
 for one XLA program, vmap it for many seeds, hyperparameters or ES candidates.
 
 Importing purerl changes no JAX setting: `configure_jax()` sets what the command line and `purerl.train` run
-under (a CPU device per core, the compile cache, a faster threefry lowering).
+under (a CPU device per core, the compile cache, a faster threefry lowering). Nor does it import JAX: each name
+below is loaded from its module when first used (PEP 562), so that the `purerl` command can hear a signal from its
+first line (`purerl.launch`).
 """
 
-from purerl.version import __version__
-from purerl.algos.dqn import DQN, DQNConfig, DQNHyperParams
-from purerl.algos.loop import TrainResult
-from purerl.algos.ppo import PPO
-from purerl.algos.pqn import PQN, PQNConfig, PQNHyperParams
-from purerl.algos.sac import SAC, SACConfig, SACHyperParams
-from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams
-from purerl.config import ConfigError, HyperParams, PPOConfig
-from purerl.api import Train, make_train, train
-from purerl.run.pbt_config import Bound, PBTConfig
-from purerl.run.policy import Policy, load
-from purerl.run.population import make_members
-from purerl.runtime.configure import configure_jax
+import importlib
 
-__all__ = ["Bound", "ConfigError", "DQN", "DQNConfig", "DQNHyperParams", "HyperParams", "PBTConfig", "PPO", "PPOConfig", "PQN", "PQNConfig",
-           "PQNHyperParams", "Policy", "SAC", "SACConfig", "SACHyperParams", "TD3", "TD3Config", "TD3HyperParams",
-           "Train", "TrainResult", "configure_jax", "load", "make_members", "make_train", "train", "__version__"]
+from purerl.version import __version__
+
+# name: the module that defines it
+_EXPORTS = {
+    **dict.fromkeys(("DQN", "DQNConfig", "DQNHyperParams"), "purerl.algos.dqn"),
+    "TrainResult": "purerl.algos.loop",
+    "PPO": "purerl.algos.ppo",
+    **dict.fromkeys(("PQN", "PQNConfig", "PQNHyperParams"), "purerl.algos.pqn"),
+    **dict.fromkeys(("SAC", "SACConfig", "SACHyperParams"), "purerl.algos.sac"),
+    **dict.fromkeys(("TD3", "TD3Config", "TD3HyperParams"), "purerl.algos.td3"),
+    **dict.fromkeys(("ConfigError", "HyperParams", "PPOConfig"), "purerl.config"),
+    **dict.fromkeys(("Train", "make_train", "train"), "purerl.api"),
+    **dict.fromkeys(("Bound", "PBTConfig"), "purerl.run.pbt_config"),
+    **dict.fromkeys(("Policy", "load"), "purerl.run.policy"),
+    "make_members": "purerl.run.population",
+    "configure_jax": "purerl.runtime.configure",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str):
+    """A public name from its module, or a submodule (`purerl.stats`), imported when first asked for."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    else:
+        try:
+            value = importlib.import_module(f"purerl.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"purerl.{name}":
+                raise
+            raise AttributeError(f"module 'purerl' has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -28,7 +28,7 @@ from purerl.cli import meta, tools, train
 from purerl.cli.args import EXIT_USAGE, Parser
 from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
 from purerl.config import ConfigError
-from purerl.run.stopping import StopRequested, graceful_stop, pending, tell
+from purerl.run.stopping import StopRequested, graceful_stop, held_from_the_start, pending, tell
 
 COMMANDS = "purerl.commands"  # the entry-point group of other packages' commands
 
@@ -68,14 +68,19 @@ def main(argv: list[str] | None = None) -> int:
     # orbax reads a checkpoint in asyncio tasks; when a damaged one fails, purerl reports it in one line and
     # asyncio would add "Task exception was never retrieved" with a traceback once the failed task is collected
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-    configure_jax()  # before anything starts JAX's backend: a CPU device per core, the compile cache
-    try:
-        parser = build_parser(list(sys.argv[1:] if argv is None else argv))
-    except ConfigError as error:  # a plugin that cannot register
-        print(f"purerl: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    args = parser.parse_args(argv)
+    with held_from_the_start():  # a signal while the parser loads is kept, not lost (`purerl.launch`)
+        configure_jax()  # before anything starts JAX's backend: a CPU device per core, the compile cache
+        try:
+            parser = build_parser(list(sys.argv[1:] if argv is None else argv))
+        except ConfigError as error:  # a plugin that cannot register
+            print(f"purerl: error: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded as the command by provenance
+    early = pending()
+    if early is not None and not getattr(args, "graceful", False):  # a command that trains stops before its run
+        tell(f"purerl: stopped by {early} before the command began")
+        return 128 + signal.Signals[early].value
     try:
         if host_devices.PROBLEM:
             raise ConfigError(host_devices.PROBLEM)

@@ -74,6 +74,31 @@ def tell(message: str) -> None:
         pass
 
 
+@contextlib.contextmanager
+def held_from_the_start():
+    """While the command line loads (JAX's import, the parser), a first SIGINT/SIGTERM is kept as the pending
+    request (`pending`), which the command's `graceful_stop` then honours, and a second one exits at once with
+    128 + N. On leaving, the previous handlers are back."""
+    def hold(signum, frame):
+        global _pending
+        name = signal.Signals(signum).name
+        if _pending is not None:
+            tell(f"purerl: {name} again; stopping at once")
+            os._exit(128 + signum)
+        _pending = name
+        tell(f"purerl: {name} received while starting; stopping before any run begins (send it again to stop at once)")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, hold) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 class graceful_stop:
     """Within the block, the first SIGINT/SIGTERM sets `requested` (the signal's name) instead of killing,
     and the next one exits with 128 + its number. A `StopRequested` leaving the block honours the request;
