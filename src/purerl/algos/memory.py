@@ -19,10 +19,11 @@ def physical_bytes() -> float:
 
 
 def refuse_beyond(needed: float, what: str, advice: str, available: float | None = None) -> None:
-    """A `ConfigError` when `needed` bytes exceed this machine's share for a run."""
+    """A `ConfigError` when `needed` bytes exceed this machine's share for a run; `what` says what needs them, with
+    `{gib}` where the amount goes."""
     available = physical_bytes() if available is None else available
     if needed > FRACTION * available:
-        raise ConfigError(f"{what} need at least {needed / 2**30:.1f} GiB, more than this machine's "
+        raise ConfigError(f"{what.format(gib=f'{needed / 2**30:.1f} GiB')}, more than this machine's "
                           f"{available / 2**30:.1f} GiB can hold; {advice}")
 
 
@@ -43,4 +44,4 @@ def ppo_fits(config, env, members: int, available: float | None = None) -> None:
     steps = config.num_envs * config.num_steps
     per_member = BYTES * (4 * parameters + steps * (3 * obs + NUMBERS_PER_STEP))
     refuse_beyond(per_member * members, f"{members:,} PPO members of {parameters:,} parameters and {steps:,} steps "
-                  "an update", "lower --hidden-sizes, --num-envs, --num-steps or the seeds", available)
+                  "an update need at least {gib}", "lower --hidden-sizes, --num-envs, --num-steps or the seeds", available)

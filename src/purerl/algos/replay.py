@@ -10,13 +10,12 @@ the buffer state, so the buffer vmaps over seeds and checkpoints with the run.
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from purerl.config import ConfigError
+from purerl.algos import memory
 
 
 class Buffer(NamedTuple):
@@ -60,9 +59,5 @@ def check_fits(config, env, members: int, available: float | None = None) -> Non
     `env`'s shapes."""
     per_transition = 4 * (2 * math.prod(env.observation_shape) + math.prod(env.action_space.shape) + 2)
     needed = PEAK_COPIES * per_transition * config.buffer_size * members
-    if available is None:
-        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if needed > 0.8 * available:
-        raise ConfigError(f"{members} replay buffers of {config.buffer_size:,} transitions need "
-                          f"{needed / 2**30:.1f} GiB at their peak ({PEAK_COPIES} copies), more than this machine's "
-                          f"{available / 2**30:.1f} GiB can hold; lower --buffer-size or the seeds")
+    memory.refuse_beyond(needed, f"{members} replay buffers of {config.buffer_size:,} transitions need {{gib}} at their "
+                         f"peak ({PEAK_COPIES} copies)", "lower --buffer-size or the seeds", available)
