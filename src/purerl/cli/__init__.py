@@ -4,10 +4,11 @@ to its handler); this module parses, and turns every `ConfigError` into one line
 The library's commands are train, eval, evolve, plot and summary. Other packages add theirs through the
 entry-point group `purerl.commands`: each entry is a function `add(subparsers)` that adds parsers the same way
 (purerl's lab adds its studies, `results` and `bench`). A command whose parser sets `graceful=True` trains and
-checkpoints: it hears SIGINT/SIGTERM from its first line.
+checkpoints: a signal stops its run at a chunk boundary, with a checkpoint. Every command holds SIGINT/SIGTERM
+while it starts (`purerl.launch`, `stopping.held_from_the_start`).
 
-Each handler imports what it runs when it runs; bad input is refused before anything compiles. The package
-itself imports its algorithms, so building the parser loads jax (`--help` takes about 1.7 s); help that would import
+Each handler imports what it runs when it runs; bad input is refused before anything compiles. Building the
+parser imports the algorithms, so it loads jax (`--help` takes about 2 s); help that would import
 more (the ES defaults of every meta-task) is worked out only when shown (`Parser.defer_help`).
 """
 
@@ -18,12 +19,11 @@ import contextlib
 import logging
 import signal
 import sys
+from importlib import metadata
 
 from purerl.runtime import host_devices
 from purerl.runtime.configure import configure_jax
 from purerl.run import runlock
-from importlib import metadata
-
 from purerl.cli import meta, tools, train
 from purerl.cli.args import EXIT_USAGE, Parser
 from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
@@ -64,19 +64,25 @@ def _help_for_algo(argv: list[str]) -> str | None:
     return None
 
 
+def _refused(error: ConfigError) -> int:
+    """Bad input: one line on stderr, exit 2."""
+    print(f"purerl: error: {error}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: list[str] | None = None) -> int:
     # orbax reads a checkpoint in asyncio tasks; when a damaged one fails, purerl reports it in one line and
     # asyncio would add "Task exception was never retrieved" with a traceback once the failed task is collected
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+    argv = list(sys.argv[1:] if argv is None else argv)
     with held_from_the_start():  # a signal while the parser loads is kept, not lost (`purerl.launch`)
         configure_jax()  # before anything starts JAX's backend: a CPU device per core, the compile cache
         try:
-            parser = build_parser(list(sys.argv[1:] if argv is None else argv))
+            parser = build_parser(argv)
         except ConfigError as error:  # a plugin that cannot register
-            print(f"purerl: error: {error}", file=sys.stderr)
-            return EXIT_USAGE
+            return _refused(error)
         args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded as the command by provenance
+    args.argv = argv  # recorded as the command by provenance
     early = pending()
     if early is not None and not getattr(args, "graceful", False):  # a command that trains stops before its run
         tell(f"purerl: stopped by {early} before the command began")
@@ -95,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             return 128 + signal.Signals[heard].value
         return code
     except ConfigError as error:
-        print(f"purerl: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return _refused(error)
     except StopRequested as stop:
         resumable = hasattr(args, "resume")  # mfos table starts over: say so, not "--resume"
         saved = f"checkpoint saved at {stop.done} of {stop.total}" if stop.done else "before training began"
