@@ -45,3 +45,6 @@ def test_configure_jax_sets_the_devices_the_cache_and_threefry_and_keeps_what_th
     assert mine["devices"] == 3 and mine["after"]["config"]["jax_compilation_cache_dir"] == "/tmp/mine"
     late = _probe("jax.devices(); purerl.configure_jax(compile_cache=False)")  # the backend started first
     assert late["devices"] == 1 and late["after"]["config"]["jax_compilation_cache_dir"] is None
+    chosen = _probe("purerl.configure_jax(devices=False, fast_threefry=False)", PURERL_CACHE_DIR=str(tmp_path))
+    assert chosen["devices"] == 1 and not chosen["after"]["threefry_unrolled"]
+    assert chosen["after"]["config"]["jax_compilation_cache_dir"].startswith(str(tmp_path))

@@ -260,3 +260,9 @@ def test_the_memory_bound_is_a_lower_bound_that_a_small_run_passes():
     memory.ppo_fits(PPOConfig(), env, 64)  # the README's 64 seeds
     with pytest.raises(ConfigError, match="need at least 0.0 GiB"):
         memory.ppo_fits(PPOConfig(), env, 1, available=1.0)
+    pendulum = envs.make("Pendulum-v1")  # a continuous policy: a mean and a log-std per action dimension
+    config = PPOConfig(env="Pendulum-v1", hidden_sizes=(64, 64), num_envs=1, num_steps=1)
+    parameters = memory.mlp_parameters(3, (64, 64), 2) + memory.mlp_parameters(3, (64, 64), 1)
+    with pytest.raises(ConfigError, match=f"1 PPO members of {parameters:,} parameters and 1 steps an update"):
+        memory.ppo_fits(config, pendulum, 1, available=1.0)
+    assert memory.mlp_parameters(4, (8,), 2) == 4 * 8 + 8 + 8 * 2 + 2

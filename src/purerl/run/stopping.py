@@ -74,6 +74,12 @@ def tell(message: str) -> None:
         pass
 
 
+def _stop_at_once(name: str, note: str = "") -> None:
+    """A second signal: the process ends now, with 128 + N and one line."""
+    tell(f"purerl: {name} again; stopping at once{note}")
+    os._exit(128 + signal.Signals[name].value)
+
+
 @contextlib.contextmanager
 def held_from_the_start():
     """While the command line loads (JAX's import, the parser), a first SIGINT/SIGTERM is kept as the pending
@@ -83,8 +89,7 @@ def held_from_the_start():
         global _pending
         name = signal.Signals(signum).name
         if _pending is not None:
-            tell(f"purerl: {name} again; stopping at once")
-            os._exit(128 + signum)
+            _stop_at_once(name)
         _pending = name
         tell(f"purerl: {name} received while starting; stopping before any run begins (send it again to stop at once)")
 
@@ -143,8 +148,7 @@ class graceful_stop:
         global _pending, _heard
         _heard += 1
         if _heard > 1:
-            tell(f"purerl: {name} again; stopping at once (a run resumes from its last checkpoint)")
-            os._exit(128 + signal.Signals[name].value)
+            _stop_at_once(name, " (a run resumes from its last checkpoint)")
         _pending = _pending or name
         tell(f"purerl: {name} received; stopping after this chunk with a checkpoint (send it again to stop at once)")
 
