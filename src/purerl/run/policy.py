@@ -85,13 +85,10 @@ def load_run(run_dir: Path, train=None) -> tuple[Any, Any, Any, Any]:
     if config.get("command") != "train":
         raise ConfigError(f"{run_dir} is a purerl {config.get('command', 'unknown')} run; this needs a run of purerl train")
     spec = load_spec(run_dir, "eval")  # members in the order they were trained in
-    if train is None and spec.python:
-        made = ", ".join(f"{role} {name}" for role, name in spec.python.items())
-        raise ConfigError(f"{run_dir} was trained from Python with objects a record cannot rebuild ({made}); load it "
-                          "from Python with the train function it was trained with: purerl.load(RUN_DIR, train=...)")
     if train is not None:
         _check_same_config(run_dir, spec, train)
-    members = spec.validate(train)
+    members = spec.validate(train, instead="load it from Python with the train function it was trained with: "
+                                           "purerl.load(RUN_DIR, train=...)")
     train = train if train is not None else spec.build()
     if not (run_dir / rundir.CHECKPOINT).is_dir():  # checked first: the Checkpointer would create the folder
         raise ConfigError(f"{run_dir} has no checkpoint yet")

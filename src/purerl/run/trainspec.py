@@ -82,17 +82,19 @@ class TrainSpec:
             pbt=PBTConfig.from_json(data["pbt"]) if data.get("pbt") is not None else None,
         )
 
-    def validate(self, train=None) -> Members:
+    def validate(self, train=None, instead: str = "continue it from Python: purerl.train(train, RUN_DIR, "
+                 "resume=True)") -> Members:
         """Every check that can fail on user input, before anything is traced.
 
         `train` is the function `purerl.train` was given: this spec only names its hooks, so they are not
-        looked up, and its environment is the one the memory check sizes."""
+        looked up, and its environment is the one the memory check sizes. Without it, a spec that names Python
+        objects is refused, saying what to do `instead`."""
         algorithm = registry.get(self.algo)
         if train is None:
             if self.python:
                 made = ", ".join(f"{role} {name}" for role, name in self.python.items())
                 raise ConfigError(f"this run was trained from Python with objects a record cannot rebuild ({made}); "
-                                  "continue it from Python: purerl.train(train, RUN_DIR, resume=True)")
+                                  f"{instead}")
             envs.check_name(self.config.env)
             if self.network not in algorithm.networks:
                 raise ConfigError(f"--network {self.network} is not available for --algo {self.algo}; "
