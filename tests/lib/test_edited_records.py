@@ -56,14 +56,15 @@ def test_an_edited_config_json_is_refused_in_one_line_and_nothing_is_written(tra
         edited["an_extra_key"] = 1
     (run / "config.json").write_text(json.dumps(edited, indent=2))
     before = _snapshot(run)
+    unedited = json.dumps(edited, sort_keys=True) == json.dumps(recorded, sort_keys=True)  # true is not 1
     for argv in (["train", "--out", run, "--resume"], ["eval", run, "--episodes", "2"]):
         code, _, err = run_cli(capsys, *argv)
-        if edited == recorded:
+        if unedited:
             assert code == 0, err
             continue
         assert code == 2 and err.count("\n") == 1 and "was edited after purerl wrote it" in err, err
         assert _snapshot(run) == before
-    if edited != recorded:
+    if not unedited:
         import purerl
 
         with pytest.raises(ConfigError, match="edited"):
@@ -80,3 +81,14 @@ def test_the_refusal_names_the_field_and_both_values(trained, tmp_path, capsys):
     assert code == 2 and f"seeds: {records._show('seeds', seeds)} (written) vs" in err and "(now)" in err, err
     (run / "config.json").write_text(json.dumps(recorded, indent=3))  # the same record, laid out otherwise
     assert run_cli(capsys, "train", "--out", run, "--resume")[0] == 0
+
+
+def test_a_number_retyped_as_a_boolean_or_a_float_is_an_edit(trained, tmp_path, capsys):
+    """JSON's true is not 1 and 1.0 is not 1, though Python's == says they are: the check compares the text."""
+    run = tmp_path / "run"
+    shutil.copytree(trained, run)
+    recorded = json.loads((run / "config.json").read_text())
+    for value in (True, 1.0):
+        (run / "config.json").write_text(json.dumps({**recorded, "config": {**recorded["config"], "rollout_unroll": value}}))
+        code, _, err = run_cli(capsys, "train", "--out", run, "--resume")
+        assert code == 2 and "was edited after purerl wrote it" in err and "rollout_unroll" in err, err

@@ -63,11 +63,16 @@ def _show(name: str, value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _differs(a, b) -> bool:
+    """As a record reads: JSON's true is not 1, and 1.0 is not 1, though Python's == says they are."""
+    return a != b or type(a) is not type(b)
+
+
 def differences(previous: dict, config: dict, labels: tuple[str, str] = ("recorded", "this command")) -> str:
     """Each differing field, by its own name (its path where the name alone is ambiguous), with both values, each
     followed by its label."""
     old, new = flat_fields(previous), flat_fields(config)
-    paths = sorted(k for k in old.keys() | new.keys() if old.get(k, _ABSENT) != new.get(k, _ABSENT))
+    paths = sorted(k for k in old.keys() | new.keys() if _differs(old.get(k, _ABSENT), new.get(k, _ABSENT)))
     short = [path.rpartition(".")[2] for path in old.keys() | new.keys()]
     parts = []
     for path in paths:

@@ -75,11 +75,15 @@ def read_config(out: Path) -> dict:
     out = Path(out)
     config = read_json(out / CONFIG, "a run's settings")
     written = _written_config(out)
-    if written is not None and written != config:
+    if written is not None and _canonical(written) != _canonical(config):  # exact: true is not 1, nor 1.0 1
         raise ConfigError(f"{out / CONFIG} was edited after purerl wrote it (differs in: "
                           f"{records.differences(written, config, ('written', 'now'))}); a run continues only as it "
                           "was recorded: restore the file, or train a new run with --config")
     return config
+
+
+def _canonical(record) -> str:
+    return json.dumps(record, sort_keys=True)
 
 
 def _written_config(out: Path) -> dict | None:
