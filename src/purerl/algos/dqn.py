@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import optax
 
 from purerl import envs
-from purerl.algos import loop, replay, td
+from purerl.algos import acting, loop, replay, td
 from purerl.config import (DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, as_float_arrays,
                            check_bounds)
 from purerl.nets.layers import init_params
@@ -182,8 +182,11 @@ class DQN(td.QLearner):
         cfg = self.config
         key, act_key, step_key, learn_key = jax.random.split(state.key, 4)
         epsilon = self.epsilon(hp, state.timestep)
-        action = td.epsilon_greedy(act_key, self.network.apply(state.params, state.obs), epsilon)
-        env_state, ts = self.env.step_batch(jax.random.split(step_key, cfg.num_envs), state.env_state, action)
+
+        def act(act_key):
+            return td.epsilon_greedy(act_key, self.network.apply(state.params, state.obs), epsilon), None
+
+        env_state, action, ts, _ = acting.actor_step(self.env, state.env_state, act, act_key, step_key, cfg.num_envs)
         buffer = replay.add(state.buffer, Transition(state.obs, action, ts.reward, ts.final_obs, ts.terminated))
         timestep = state.timestep + cfg.num_envs
         state = state._replace(buffer=buffer, env_state=env_state, obs=ts.obs, timestep=timestep, key=key)
@@ -207,8 +210,7 @@ class DQN(td.QLearner):
     # ---------------------------------------------------------------- update
     def update(self, index: jax.Array, state: RunnerState, hp: DQNHyperParams, meta_params) -> RunnerState:
         """`num_steps` steps of every env, and metric row `index`."""
-        state, info = jax.lax.scan(lambda s, _: self.env_step(s, hp, meta_params), state, None,
-                                   length=self.config.num_steps)
+        state, info = acting.unroll(lambda s, _: self.env_step(s, hp, meta_params), state, self.config.num_steps)
         gradient_steps = (state.timestep - self.config.learning_starts) // self.config.train_interval
         row = {
             **loop.episode_row(info["episode_done"], info["episode_return"], info["episode_length"]),

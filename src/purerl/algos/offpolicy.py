@@ -26,7 +26,7 @@ import numpy as np
 import optax
 
 from purerl import envs
-from purerl.algos import loop, replay
+from purerl.algos import acting, loop, replay
 from purerl.config import ConfigError, Preset, RolloutShape
 from purerl.nets.layers import init_params
 from purerl.nets.qnets import QNetwork
@@ -181,12 +181,15 @@ class OffPolicyActorCritic(loop.UpdateLoop):
         cfg = self.config
         key, act_key, step_key, learn_key = jax.random.split(state.key, 4)
         stored = (vector_step + 1) * cfg.num_envs  # env steps once this one is stored
-        action = jax.lax.cond(
-            stored > cfg.learning_starts,
-            lambda: self.explore(state.params, state.obs, act_key, hp),
-            lambda: jax.random.uniform(act_key, (cfg.num_envs, self.action_dim), minval=-1.0, maxval=1.0))
-        env_state, ts = self.env.step_batch(jax.random.split(step_key, cfg.num_envs), state.env_state,
-                                            self.to_env(action))
+
+        def act(act_key):
+            return jax.lax.cond(
+                stored > cfg.learning_starts,
+                lambda: self.explore(state.params, state.obs, act_key, hp),
+                lambda: jax.random.uniform(act_key, (cfg.num_envs, self.action_dim), minval=-1.0, maxval=1.0)), None
+
+        env_state, action, ts, _ = acting.actor_step(self.env, state.env_state, act, act_key, step_key, cfg.num_envs,
+                                                     self.to_env)
         buffer = replay.add(state.buffer, Transition(state.obs, action, ts.reward, ts.final_obs, ts.terminated))
         state = state._replace(buffer=buffer, env_state=env_state, obs=ts.obs, key=key)
 
@@ -211,7 +214,7 @@ class OffPolicyActorCritic(loop.UpdateLoop):
     def update(self, index: jax.Array, state: RunnerState, hp, meta_params) -> RunnerState:
         """`num_steps` steps of every env, and metric row `index`."""
         steps = index * self.config.num_steps + jnp.arange(self.config.num_steps)
-        state, info = jax.lax.scan(lambda s, t: self.env_step(s, t, hp), state, steps)
+        state, info = acting.unroll(lambda s, t: self.env_step(s, t, hp), state, xs=steps)
         row = {**loop.episode_row(info["episode_done"], info["episode_return"], info["episode_length"]),
                **{name: jnp.nanmean(info[name]) for name in self.LEARN_METRICS}}  # NaN before learning starts
         return state._replace(metrics=loop.record(state.metrics, index, row))

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import optax
 
 from purerl import envs
-from purerl.algos import loop
+from purerl.algos import acting, loop
 from purerl.algos.update_rules import XlaUpdate, fused_update
 from purerl.algos.objectives import FullObservation, clipped_l2, ppo_clip
 from purerl.algos.shuffle import permutation as random_permutation
@@ -136,11 +136,14 @@ class PPO(loop.MinibatchEpochs):
         def env_step(carry, _):
             env_state, obs, reset, memory, obs_stats, reward_stats, key = carry
             key, action_key, step_key = jax.random.split(key, 3)
-            memory, pi = self.network.apply(state.params, memory, obs, reset, method="step")
-            action = pi.sample(action_key)
-            log_prob = pi.log_prob(action)
-            step_keys = jax.random.split(step_key, self.config.num_envs)
-            env_state, ts = self.env.step_batch(step_keys, env_state, action)
+
+            def act(action_key):
+                next_memory, pi = self.network.apply(state.params, memory, obs, reset, method="step")
+                action = pi.sample(action_key)
+                return action, (next_memory, pi.log_prob(action))
+
+            env_state, action, ts, (memory, log_prob) = acting.actor_step(self.env, env_state, act, action_key,
+                                                                          step_key, self.config.num_envs)
             seen_obs = self.observe(ts.obs, meta_params)
             obs_stats = self.obs_norm.update(obs_stats, seen_obs)
             next_obs = self.obs_norm.normalize(obs_stats, seen_obs)
@@ -155,8 +158,7 @@ class PPO(loop.MinibatchEpochs):
             return (env_state, next_obs, done, memory, obs_stats, reward_stats, key), transition
 
         carry = (state.env_state, state.obs, state.reset, state.carry, state.obs_stats, state.reward_stats, state.key)
-        carry, trajectory = jax.lax.scan(env_step, carry, None, length=self.config.num_steps,
-                                         unroll=self.config.rollout_unroll)
+        carry, trajectory = acting.unroll(env_step, carry, self.config.num_steps, unroll=self.config.rollout_unroll)
         env_state, obs, reset, memory, obs_stats, reward_stats, key = carry
         state = state._replace(env_state=env_state, obs=obs, reset=reset, carry=memory, obs_stats=obs_stats,
                                reward_stats=reward_stats, key=key)

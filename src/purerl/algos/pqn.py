@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import optax
 
 from purerl import envs
-from purerl.algos import loop, td
+from purerl.algos import acting, loop, td
 from purerl.algos.shuffle import permutation as random_permutation
 from purerl.config import (DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, as_float_arrays, check_bounds,
                            check_minibatches)
@@ -150,14 +150,18 @@ class PQN(td.QLearner, loop.MinibatchEpochs):
         def env_step(carry, _):
             env_state, obs, key = carry
             key, act_key, step_key = jax.random.split(key, 3)
-            action = td.epsilon_greedy(act_key, self.network.apply(state.params, obs), epsilon)
-            env_state, ts = self.env.step_batch(jax.random.split(step_key, self.config.num_envs), env_state, action)
+
+            def act(act_key):
+                return td.epsilon_greedy(act_key, self.network.apply(state.params, obs), epsilon), None
+
+            env_state, action, ts, _ = acting.actor_step(self.env, env_state, act, act_key, step_key,
+                                                         self.config.num_envs)
             transition = Transition(obs, action, hp.reward_scale * ts.reward, ts.terminated, ts.done, ts.final_obs,
                                     ts.info["episode_done"], ts.info["episode_return"], ts.info["episode_length"])
             return (env_state, ts.obs, key), transition
 
-        (env_state, obs, key), trajectory = jax.lax.scan(env_step, (state.env_state, state.obs, state.key), None,
-                                                         length=self.config.num_steps)
+        (env_state, obs, key), trajectory = acting.unroll(env_step, (state.env_state, state.obs, state.key),
+                                                          self.config.num_steps)
         return state._replace(env_state=env_state, obs=obs, key=key), trajectory
 
     # --------------------------------------------------------------- targets

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from purerl.algos import acting
 from purerl.run import files, rundir
 from purerl.checks import shown
 from purerl.config import ConfigError
@@ -169,8 +170,12 @@ def play(train, params, obs_stats, key: jax.Array, episodes: int, sample: bool =
     def step(carry, keys):
         obs, reset, memory, env_state, total, alive = carry
         step_keys, action_key = keys
-        memory, action = act(memory, obs, reset, action_key)
-        next_state, ts = env.step_batch(step_keys, env_state, action)
+
+        def act_on_obs(action_key):
+            next_memory, action = act(memory, obs, reset, action_key)
+            return action, next_memory
+
+        next_state, _, ts, memory = acting.actor_step(env, env_state, act_on_obs, action_key, step_keys)
         total = total + jnp.where(alive, ts.reward, 0.0)
         kept = (env_state, ts.reward, alive) if record else None
         return (ts.obs, ts.done, memory, next_state, total, alive & ~ts.done), kept
@@ -178,7 +183,7 @@ def play(train, params, obs_stats, key: jax.Array, episodes: int, sample: bool =
     obs, env_state = env.reset_batch(reset_keys)
     first = jnp.ones(episodes, bool)  # every episode begins: a recurrent memory starts at zero, as in training
     carry = (obs, first, initial_carry(episodes), env_state, jnp.zeros(episodes, jnp.float32), first)
-    (_, _, _, _, total, _), kept = jax.lax.scan(step, carry, (step_keys, action_keys))
+    (_, _, _, _, total, _), kept = acting.unroll(step, carry, xs=(step_keys, action_keys))
     return total, kept
 
 
