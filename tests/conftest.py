@@ -8,7 +8,7 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 import purerl  # noqa: E402
-from purerl.config import HyperParams, PPOConfig  # noqa: E402
+from purerl.algos.ppo_config import HyperParams, PPOConfig  # noqa: E402
 
 purerl.configure_jax()  # the suite runs as the command line does: a CPU device per core, the compile cache
 

@@ -14,7 +14,8 @@ import optax
 
 from purerl.algos import loop
 from purerl.algos.registry import Algorithm
-from purerl.config import DISCOUNT, POSITIVE, ConfigError, Preset, RolloutShape, as_float_arrays, check_bounds
+from purerl.algos.settings import Preset, RolloutShape, as_float_arrays
+from purerl.checks import DISCOUNT, POSITIVE, ConfigError, check_bounds
 from purerl.nets.layers import MLP, init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "policy_loss")

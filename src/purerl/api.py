@@ -21,8 +21,7 @@ import numpy as np
 
 from purerl.algos import registry
 from purerl.algos.objectives import POLICY_OBJECTIVES, VALUE_LOSSES, clipped_l2, ppo_clip
-from purerl.checks import as_float, check_count, is_number, shown
-from purerl.config import MAX_INT32, ConfigError, seed_range
+from purerl.checks import MAX_INT32, ConfigError, as_float, check_count, is_number, seed_range, shown
 
 NAMED_VALUE_LOSSES = {name: loss for name, loss in VALUE_LOSSES.items() if name != "learned"}  # as the CLI's
 

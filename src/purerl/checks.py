@@ -133,3 +133,28 @@ def check_choice(obj, name: str, choices: tuple[str, ...]) -> None:
     value = getattr(obj, name)
     if value not in choices:
         raise ConfigError(f"{name.replace('_', '-')} must be one of {', '.join(choices)}, got {shown(value)}")
+
+
+MAX_INT32 = 2**31 - 1  # loop counters and array sizes inside one XLA program
+MAX_DIMENSION = 2**24  # no env count, rollout length or layer width beyond this is a real setting
+MAX_MEMBERS = 2**20  # seeds x grid settings in one population: far beyond what fits one machine's memory
+MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
+
+
+# Bounds of a traced hyperparameter: (low, high, text), the value must lie in (low, high].
+POSITIVE = (0.0, np.inf, "> 0")
+NON_NEGATIVE = (np.nextafter(0.0, -1.0), np.inf, ">= 0")  # the largest negative float is excluded, 0 is not
+UNIT = (np.nextafter(0.0, -1.0), 1.0, "in [0, 1]")  # a probability or lambda
+DISCOUNT = (0.0, 1.0, "in (0, 1]")
+
+
+def seed_range(first: int, count: int, name: str = "--seeds") -> list[int]:
+    """Seeds first..first+count-1, checked before the list is built (a count of 2**40 is an error, not a
+    MemoryError). NAME is the count's name in the caller's words (a flag, or a Python argument)."""
+    if count <= 0:
+        raise ConfigError(f"{name} must be positive, got {count}")
+    if count > MAX_MEMBERS:
+        raise ConfigError(f"{name} must be at most {MAX_MEMBERS:,}, got {count:,}")
+    if first < 0 or first + count - 1 > MAX_SEED:
+        raise ConfigError(f"seeds must lie in [0, {MAX_SEED}], got {first}..{first + count - 1}")
+    return list(range(first, first + count))

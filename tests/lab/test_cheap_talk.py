@@ -11,7 +11,8 @@ import pytest
 
 from purerl import envs
 from purerl.algos.ppo import make_train
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.checks import ConfigError
 from purerl_lab.studies.act.cheap_talk import CheapTalk
 from purerl_lab.studies import act
 from purerl.run import stopping

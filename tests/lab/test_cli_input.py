@@ -15,7 +15,7 @@ from cli_run import GRU, SMALL
 from purerl.meta import evolve
 from purerl.run import experiment, results
 from purerl.cli import main
-from purerl.config import HyperParams
+from purerl.algos.ppo_config import HyperParams
 from purerl.run.population import make_members
 
 TRAIN_FLAGS = ["--total-timesteps", "--seeds", "--seed", "--num-envs", "--num-steps", "--update-epochs",

@@ -9,7 +9,7 @@ import pytest
 
 from purerl.algos.ppo import PPO
 from purerl.run import stopping
-from purerl.config import HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
 from purerl_lab.studies.mfos.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats

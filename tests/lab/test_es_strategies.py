@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from purerl.meta import evolve, evolve_files, strategies
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl_lab.studies import value_loss
 from purerl_lab.studies.dpo import lpo
 

@@ -16,7 +16,7 @@ import pytest
 
 from purerl.algos import loop
 from purerl.meta import evolve, evolve_files, strategies
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl_lab.studies import value_loss
 
 TARGET = jnp.array([1.5, -0.5, 2.0])

@@ -290,7 +290,7 @@ def test_each_bad_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, 
 
 def test_the_library_checks_its_hyperparameters_and_config(tmp_path):
     from purerl import HyperParams, make_train
-    from purerl.config import ConfigError
+    from purerl.checks import ConfigError
 
     for lr in (-1e-3, float("nan")):
         with pytest.raises(ConfigError, match="lr must be > 0"):

@@ -110,7 +110,7 @@ def test_moving_and_renaming_the_shuffle_keeps_the_fingerprint(baseline, monkeyp
 def test_new_algorithm_preset_and_report_wording_keep_the_fingerprint(baseline, monkeypatch):
     from purerl_lab.studies.dpo import compare
     from purerl.algos import registry
-    from purerl.config import PRESETS
+    from purerl.algos.ppo_config import PRESETS
 
     monkeypatch.setitem(registry.ALGORITHMS, "sac2", registry.ALGORITHMS["ppo"])  # a new algorithm file's entry
     monkeypatch.setitem(PRESETS, "tiny", PRESETS[next(iter(PRESETS))])  # a new preset

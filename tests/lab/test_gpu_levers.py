@@ -12,7 +12,8 @@ from jax.flatten_util import ravel_pytree
 
 from purerl.algos.objectives import dpo
 from purerl.algos.ppo import make_train
-from purerl.config import ConfigError, HyperParams, PPOConfig, recorded
+from purerl.algos.ppo_config import HyperParams, PPOConfig, recorded
+from purerl.checks import ConfigError
 from cli_run import run_cli
 from conftest import FULL_BATCH as CARTPOLE, TINY  # CARTPOLE: one 128-sample chunk per step
 

@@ -16,7 +16,8 @@ from cli_run import SMALL
 
 from purerl import stats
 from purerl.cli import build_parser, main, train_spec
-from purerl.config import ConfigError, PPOConfig
+from purerl.algos.ppo_config import PPOConfig
+from purerl.checks import ConfigError
 from purerl.meta import evolve
 from purerl_lab.studies.dpo import compare, lpo_report
 from purerl.run import results

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from purerl_lab.publish import provenance
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import stopping
 from purerl_lab.studies.mfos import analysis, baselines, games, meta_game, report, runs, self_play, settings, table
 from purerl_lab.studies.mfos import cli as mfos_cli

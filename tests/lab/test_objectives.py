@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from purerl.algos import objectives as obj
-from purerl.config import HyperParams
+from purerl.algos.ppo_config import HyperParams
 
 HP = HyperParams().as_arrays()
 R = jnp.linspace(0.05, 3.0, 301)

@@ -11,7 +11,7 @@ import pytest
 from cli_run import run_cli
 from purerl.cli import main
 from purerl.algos import registry
-from purerl.config import HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
 from purerl_lab.publish import catalog, fingerprint, provenance
 from purerl.run import pbt, stopping
 from purerl.run.pbt_config import PBTConfig, parse_explore

@@ -15,7 +15,7 @@ from purerl.runtime import hostinfo
 from purerl_lab.publish import catalog, document, provenance, sessions, staleness
 from purerl.run import files, rundir
 from purerl.cli import main
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 STUDY = provenance.Study("toy", "toy.md", ("core/*.py",), ("a", "b"), ("purerl compare --seeds 10 --runs-dir {runs}/toy",))
 LISTED = ["compare", "--seeds", "10", "--runs-dir", "/scratch/toy"]  # the toy's command, as a run records it

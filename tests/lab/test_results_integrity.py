@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import pytest
 
 from purerl.cli import main
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.meta import evolve, strategies
 from purerl_lab.publish import fingerprint, provenance, records, staleness
 from purerl.run import rundir, runlock

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from purerl.algos.ppo import make_train
-from purerl.config import apply_preset
+from purerl.algos import ppo_config
 from purerl.run.population import make_members
 from purerl.run.results import final_returns
 
@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 def train_preset(env: str, preset: str, seeds: int, discrete: bool, **overrides) -> np.ndarray:
     """Final return (mean of the last 10 updates) of every seed of a preset."""
-    config, hp = apply_preset(preset, env, discrete)
+    config, hp = ppo_config.preset(preset, env, discrete)
     train = make_train(config.replace(**overrides))
     members = make_members(list(range(seeds)), hp)
     out = jax.jit(jax.vmap(train))(members.keys(), members.hyperparams.as_arrays())
@@ -41,7 +41,7 @@ def test_acrobot_reaches_minus_120():
 
 def test_brax_hopper_ppo_return_rises():
     pytest.importorskip("brax")
-    config, hp = apply_preset("brax", "brax:hopper", discrete=False)
+    config, hp = ppo_config.preset("brax", "brax:hopper", discrete=False)
     config = config.replace(num_envs=64, num_steps=32, total_timesteps=200_704, num_minibatches=8)
     out = jax.jit(make_train(config))(jax.random.PRNGKey(0), hp.as_arrays())
     returns = np.asarray(out.metrics["episode_return"])

@@ -17,7 +17,8 @@ from purerl import stats
 from purerl_lab.publish import provenance
 from purerl.algos.objectives import l2, learned_log_weight, learned_value_loss, mlp_value_loss
 from purerl.cli import main
-from purerl.config import ConfigError, PPOConfig
+from purerl.algos.ppo_config import PPOConfig
+from purerl.checks import ConfigError
 from purerl_lab.studies import value_loss
 from purerl_lab.studies.value_loss import markdown, record, report, shape as value_loss_shape, tuning
 

@@ -16,7 +16,7 @@ from cli_run import run_cli
 from purerl.cli import main
 from purerl_lab.publish import catalog, fingerprint, provenance
 from purerl.run import results, stopping
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl_lab.studies.versus import design as study, evaluation
 
 # 2 envs x 50 steps per update for both (Pendulum's 200-step episodes end every 4 updates), 16 updates.

@@ -9,7 +9,7 @@ import pytest
 from purerl import envs
 from purerl.algos import replay, td
 from purerl.algos.dqn import DQN, DQNConfig, DQNHyperParams, Transition
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.nets.layers import init_params
 
 

@@ -9,7 +9,7 @@ import pytest
 from cli_run import run_cli
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import records
 
 

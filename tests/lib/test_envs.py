@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from purerl import envs
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.envs.pomdp import MASKED
 from purerl.envs.wrappers import ObsNormalizer, RewardNormalizer, init_stats, update_stats
 

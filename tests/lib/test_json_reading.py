@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from purerl.cli import main
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import files, runlock
 
 DEEP = "[" * 200_000

@@ -147,10 +147,11 @@ def test_every_subpackage_says_what_it_holds():
 
 
 # docs/architecture.md's layer tables, top to bottom: at module level a layer imports only itself and those above.
-# The lab's layers all sit below the library's.
-LIBRARY = ["config", "stats", "runtime", "envs", "nets", "kernels", "algos", "run", "meta", "api", "cli"]
+# The lab's layers all sit below the library's; `purerl.config`, the old names' aliases, below every other layer
+# of the library, which never imports it.
+LIBRARY = ["checks", "stats", "runtime", "envs", "nets", "kernels", "algos", "run", "meta", "api", "cli", "config"]
 LAB = ["publish", "studies", "bench", "cli"]
-RANK = {**{f"purerl.{name}": 0 for name in ("config", "stats", "checks", "version")},
+RANK = {**{f"purerl.{name}": 0 for name in ("checks", "stats", "version")},
         **{f"purerl.{name}": rank for rank, name in enumerate(LIBRARY[2:], start=1)},
         **{f"purerl_lab.{name}": rank for rank, name in enumerate(LAB, start=len(LIBRARY))}}
 
@@ -172,3 +173,24 @@ def test_the_results_pipeline_imports_no_study_and_no_command_line_at_any_level(
              if name.startswith("purerl_lab.publish") for imported in imports
              if imported.startswith(("purerl_lab.studies", "purerl_lab.cli", "purerl_lab.bench", "purerl.cli"))]
     assert not found, found
+
+
+def test_no_module_of_the_library_imports_the_old_names_of_purerl_config():
+    """`purerl.config` re-exports PPO's settings and the checks from their homes for code written against it; were a
+    module of purerl to import it, PPO's module would import itself through it."""
+    found = [name for name, imports in _graph(at_import_only=False).items()
+             if _in_library(name) and "purerl.config" in imports]
+    assert not found, found
+
+
+def test_the_old_names_of_purerl_config_are_the_new_ones():
+    from purerl import checks, config
+    from purerl.algos import ppo, ppo_config, settings
+
+    assert config.PPOConfig is ppo_config.PPOConfig is ppo.PPOConfig
+    assert config.HyperParams is ppo_config.HyperParams and config.PRESETS is ppo_config.PRESETS
+    assert config.RolloutShape is settings.RolloutShape
+    assert config.apply_preset("minatar", "Breakout-MinAtar", True) == ppo_config.preset("minatar", "Breakout-MinAtar",
+                                                                                         True)
+    assert config.ConfigError is checks.ConfigError and config.MAX_MEMBERS == checks.MAX_MEMBERS
+    assert sorted(config.__all__) == sorted(name for name in vars(config) if not name.startswith("_"))

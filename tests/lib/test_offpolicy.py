@@ -13,7 +13,7 @@ from purerl.algos import offpolicy, replay
 from purerl.algos.sac import SAC, SACConfig, SACHyperParams
 from purerl.algos.td3 import TD3, TD3Config, TD3HyperParams
 from purerl.cli import main
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run.trainspec import TrainSpec, make_spec
 from resume_check import assert_resume_is_bit_exact
 

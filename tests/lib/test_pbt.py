@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from cli_run import run_cli
 from purerl.cli import main
 from purerl.algos import registry
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.checks import ConfigError
 from purerl.run import experiment, pbt, pbt_files, rerun, stopping
 from purerl.run.pbt_config import Bound, PBTConfig, parse_explore
 from purerl.run.population import Placement, make_members

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from purerl.algos import registry
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.checks import ConfigError
 from purerl.run.population import Placement, batched, in_groups, make_members
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from purerl.algos.ppo import METRICS, make_train
-from purerl.config import HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
 from purerl.envs import ActionSpace, Env, EpisodeStats, Timestep
 from purerl.run.population import make_members
 

@@ -11,7 +11,7 @@ from resume_check import assert_cut_and_resumed_run_equals_whole
 import purerl
 from purerl import HyperParams, PPOConfig, make_train
 from purerl.cli import build_parser, main, train_spec
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 SMALL = dict(num_envs=4, num_steps=32, total_timesteps=4 * 32 * 6, update_epochs=1, num_minibatches=2)
 TINY = PPOConfig(env="CartPole-v1", **SMALL)

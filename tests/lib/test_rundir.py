@@ -8,7 +8,7 @@ import pytest
 from cli_run import SMALL, run_cli
 
 from purerl.run import rundir
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

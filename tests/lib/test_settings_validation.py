@@ -17,7 +17,7 @@ from cli_run import run_cli
 from purerl import HyperParams, PPOConfig
 from purerl.algos import registry
 from purerl.cli import args
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import experiment
 from purerl.run.pbt_config import Bound, PBTConfig
 

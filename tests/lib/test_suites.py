@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from purerl import envs
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.envs.suites import SuiteEnv
 
 TIME_LIMIT = 4
@@ -79,15 +79,16 @@ def test_jumanji_end_on_the_time_limits_step_is_a_termination():
 
 def test_each_suite_trains_with_its_own_preset_by_default():
     """No suite install needed: the preset comes from the id's prefix, and fits the suite's discrete actions."""
-    from purerl.config import apply_preset, default_preset
+    from purerl.algos import ppo_config
+    from purerl.algos.settings import default_preset
 
     chosen = {suite: default_preset(env_id, discrete=True) for suite, env_id in SUITES.items()}
     assert chosen == {"navix": "gridworld", "xminigrid": "gridworld", "craftax": "craftax", "jumanji": "jumanji"}
     for suite, preset in chosen.items():
-        config, _ = apply_preset(preset, SUITES[suite], discrete=True)
+        config, _ = ppo_config.preset(preset, SUITES[suite], discrete=True)
         assert config.env == SUITES[suite] and config.activation == "relu"
     with pytest.raises(ConfigError, match="is for discrete actions"):
-        apply_preset("gridworld", SUITES["navix"], discrete=False)
+        ppo_config.preset("gridworld", SUITES["navix"], discrete=False)
 
 
 def test_missing_suite_names_its_extra(monkeypatch):

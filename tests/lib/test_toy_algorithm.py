@@ -31,7 +31,7 @@ def toy_registered(monkeypatch):
 def test_register_refuses_a_name_taken_and_a_field_that_means_another_thing(toy_registered):
     import dataclasses
 
-    from purerl.config import ConfigError
+    from purerl.checks import ConfigError
 
     registry.register(ENTRY)  # the same entry again: nothing changes
     with pytest.raises(ConfigError, match="'toy' is registered already"):

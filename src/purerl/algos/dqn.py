@@ -27,8 +27,8 @@ import optax
 
 from purerl import envs
 from purerl.algos import acting, loop, replay, td
-from purerl.config import (DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, as_float_arrays,
-                           check_bounds)
+from purerl.algos.settings import Preset, RolloutShape, as_float_arrays
+from purerl.checks import DISCOUNT, POSITIVE, UNIT, ConfigError, check_bounds
 from purerl.nets.layers import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")

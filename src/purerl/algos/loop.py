@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 from purerl import envs
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import os
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 FRACTION = 0.8  # of the machine's memory: the rest is the process, JAX's runtime and the OS
 BYTES = 4  # a float32 or int32 number

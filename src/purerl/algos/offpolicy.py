@@ -27,7 +27,8 @@ import optax
 
 from purerl import envs
 from purerl.algos import acting, loop, replay
-from purerl.config import ConfigError, Preset, RolloutShape
+from purerl.algos.settings import Preset, RolloutShape
+from purerl.checks import ConfigError
 from purerl.nets.layers import init_params
 from purerl.nets.qnets import QNetwork
 

@@ -29,7 +29,8 @@ from purerl.algos import acting, loop
 from purerl.algos.update_rules import XlaUpdate, fused_update
 from purerl.algos.objectives import FullObservation, clipped_l2, ppo_clip
 from purerl.algos.shuffle import permutation as random_permutation
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.checks import ConfigError
 from purerl.envs.wrappers import IdentityObs, IdentityReward, ObsNormalizer, RewardNormalizer
 from purerl.nets.actor_critic import ActorCritic
 from purerl.nets.layers import compute_dtype, init_params

@@ -29,8 +29,8 @@ import optax
 from purerl import envs
 from purerl.algos import acting, loop, td
 from purerl.algos.shuffle import permutation as random_permutation
-from purerl.config import (DISCOUNT, POSITIVE, UNIT, ConfigError, Preset, RolloutShape, as_float_arrays, check_bounds,
-                           check_minibatches)
+from purerl.algos.settings import Preset, RolloutShape, as_float_arrays, check_minibatches
+from purerl.checks import DISCOUNT, POSITIVE, UNIT, ConfigError, check_bounds
 from purerl.nets.layers import init_params
 
 METRICS = ("episode_return", "episode_length", "episodes", "td_loss", "q_value", "epsilon", "learning_rate")

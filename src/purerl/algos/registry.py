@@ -24,8 +24,10 @@ from typing import Any
 
 from purerl.algos import dqn, memory, offpolicy, ppo, pqn, replay, sac, td3
 from purerl.algos.objectives import clipped_l2, ppo_clip
-from purerl.config import PRESETS as PPO_PRESETS
-from purerl.config import ConfigError, HyperParams, PPOConfig, Preset, default_preset
+from purerl.algos.ppo_config import PRESETS as PPO_PRESETS
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.algos.settings import Preset, default_preset
+from purerl.checks import ConfigError
 
 NETWORKS = ("mlp", "gru")
 _WIDTHS = dict(cpu=(1, 8, 64), gpu=(1, 32, 256, 2048))  # `purerl bench`'s agents per run, per --preset

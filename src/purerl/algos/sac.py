@@ -29,7 +29,8 @@ import optax
 from purerl import envs
 from purerl.algos import offpolicy
 from purerl.algos.offpolicy import OffPolicyActorCritic, OffPolicyConfig, RunnerState, Transition, polyak
-from purerl.config import DISCOUNT, NON_NEGATIVE, POSITIVE, Preset, as_float_arrays, check_bounds
+from purerl.algos.settings import Preset, as_float_arrays
+from purerl.checks import DISCOUNT, NON_NEGATIVE, POSITIVE, check_bounds
 from purerl.nets.distributions import DiagGaussian
 from purerl.nets.qnets import QNetwork
 

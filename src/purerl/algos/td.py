@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from purerl import envs
 from purerl.algos.loop import UpdateLoop
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.nets.qnets import QNetwork
 
 

@@ -9,7 +9,7 @@ what that kernel does not implement.
 from __future__ import annotations
 
 from purerl.algos.objectives import clipped_l2, ppo_clip
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.kernels.ppo_update import FusedUpdate, check_shapes
 from purerl.nets.actor_critic import ActorCritic
 from purerl.nets.layers import compute_dtype

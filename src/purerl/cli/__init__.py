@@ -27,7 +27,7 @@ from purerl.run import runlock
 from purerl.cli import meta, tools, train
 from purerl.cli.args import EXIT_USAGE, Parser
 from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run.stopping import StopRequested, graceful_stop, held_from_the_start, pending, tell
 
 COMMANDS = "purerl.commands"  # the entry-point group of other packages' commands

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl.config import MAX_SEED, ConfigError
+from purerl.checks import MAX_SEED, ConfigError
 
 EXIT_USAGE = 2
 
@@ -193,7 +193,7 @@ def add_train_flags(parser: argparse.ArgumentParser, default_seeds: int = 4, alg
     """Flags shared by train and compare: env, preset, seeds, and the config and hyperparameter fields of
     `algorithms` (default every registered one), each with its default."""
     from purerl.algos import registry
-    from purerl.config import MATMUL_DTYPES, UPDATE_KERNELS
+    from purerl.algos.ppo_config import MATMUL_DTYPES, UPDATE_KERNELS
     from purerl.nets.layers import ACTIVATIONS
 
     chosen = [registry.ALGORITHMS[name] for name in algorithms or registry.ALGORITHMS]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from purerl.cli.args import (add_distributed_flags, at_most, default_out, finite_float, integer, is_writer,
                              join_processes, path, positive)
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.meta.tasks import meta_task_module, meta_tasks
 from purerl.run import files, rundir
 

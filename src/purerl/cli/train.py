@@ -9,7 +9,7 @@ from pathlib import Path
 
 from purerl.cli.args import (add_distributed_flags, add_pbt_flags, add_train_flags, at_most, default_out,
                              finite_float, is_writer, join_processes, path, positive, seed, with_pbt)
-from purerl.config import ConfigError, seed_range
+from purerl.checks import ConfigError, seed_range
 from purerl.run import files, rundir
 
 EVAL_REPORT = "eval.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.envs.core import ActionSpace, Env, GymnaxEnv, Timestep
 from purerl.envs.pomdp import MASKED, KeepObservation
 from purerl.envs.wrappers import ClipAction, EpisodeStats, FlattenObservation

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.envs.core import Env
 from purerl.envs.wrappers import Wrapper
 

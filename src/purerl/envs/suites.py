@@ -15,7 +15,7 @@ import importlib.util
 import jax
 import jax.numpy as jnp
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.envs.core import ActionSpace, Env, Timestep
 
 

@@ -26,7 +26,7 @@ from jax.experimental import pallas as pl
 from jax.flatten_util import ravel_pytree
 from optax import EmptyState, ScaleByAdamState, ScaleByScheduleState
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 B1, B2 = 0.9, 0.999  # optax.adam's moment decays
 CHUNK = 128  # samples per pass through the networks inside the kernel: registers, not device memory

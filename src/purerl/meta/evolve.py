@@ -26,7 +26,7 @@ from flax import serialization
 from purerl.algos import loop
 from purerl.meta.strategies import ESConfig, make_strategy
 from purerl.run.checkpoint import Checkpointer
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.meta.evolve_files import (BEST_PARAMS, MEAN_PARAMS, GenerationBar, fitness_row, plot_fitness, read_log,
                                  session_recorded, write_log)
 from purerl.run.population import Placement, batched

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from flax import serialization
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import files, rundir
 
 GENERATIONS_CSV = "generations.csv"

@@ -12,7 +12,7 @@ import optax
 from evosax import algorithms as es_algorithms
 from evosax.core import fitness_shaping as es_shaping
 
-from purerl.config import MAX_DIMENSION, ConfigError
+from purerl.checks import MAX_DIMENSION, ConfigError
 
 STRATEGIES = {
     "open_es": es_algorithms.Open_ES,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from importlib import metadata
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 GROUP = "purerl.meta_tasks"
 _REGISTERED: dict[str, str] = {}

@@ -14,7 +14,7 @@ from typing import ClassVar
 import flax.linen as nn
 import jax.numpy as jnp
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.nets.distributions import Categorical, DiagGaussian
 from purerl.envs.core import ActionSpace
 from purerl.nets.layers import dense

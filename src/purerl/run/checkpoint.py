@@ -34,7 +34,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run.files import files_under, read_json, write_atomic
 from purerl.run.stopping import tell
 

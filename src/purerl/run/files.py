@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 _PNG_TEXT = b"Software\x00purerl"
 _GIF_COMMENT = b"\x21\xfe\x06purerl\x00"

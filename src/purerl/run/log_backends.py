@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 TENSORBOARD_DIR = "tensorboard"
 TENSORBOARD_POINTS = 1000  # TensorBoard keeps 1,000 points per scalar series by default (a reservoir sample)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from purerl import stats
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run.log_backends import BACKENDS, member_series, wandb_settings
 
 EXTRAS = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wandb")}  # kind: (module, extra)

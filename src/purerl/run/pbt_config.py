@@ -11,8 +11,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from purerl.checks import fits_float32, is_number, shown
-from purerl.config import MAX_MEMBERS, ConfigError
+from purerl.checks import MAX_MEMBERS, ConfigError, fits_float32, is_number, shown
 
 INITS = ("sample", "given")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import results, rundir
 from purerl.run.files import write_atomic
 from purerl.run.pbt_config import PBTConfig

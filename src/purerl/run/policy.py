@@ -13,8 +13,7 @@ import numpy as np
 
 from purerl.algos import acting
 from purerl.run import files, rundir
-from purerl.checks import shown
-from purerl.config import ConfigError
+from purerl.checks import ConfigError, shown
 
 
 class Policy:

@@ -24,7 +24,8 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from purerl.runtime import host_devices
-from purerl.config import MAX_MEMBERS, ConfigError, HyperParams
+from purerl.algos.ppo_config import HyperParams
+from purerl.checks import MAX_MEMBERS, ConfigError
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from purerl.config import ConfigError, HyperParams, PPOConfig, seed_range
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.checks import ConfigError, seed_range
 from purerl.run import records, rundir
 from purerl.run.files import read_json
 from purerl.run.trainspec import TrainSpec, check_types

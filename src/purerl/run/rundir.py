@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run.runlock import LOCK
 from purerl.run import records, runlock
 from purerl.run.files import files_under, read_json, temporary_name, write_atomic

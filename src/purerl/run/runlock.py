@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run.files import read_json
 
 LOCK = ".purerl-lock"  # the pid and host of the process that writes the run now

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.stats import MIN_SEEDS_FOR_CI  # fewer seeds: show each seed's value, claim no interval
 from purerl.run import files, pbt_files, records, results, rundir
 

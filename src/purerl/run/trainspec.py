@@ -15,7 +15,9 @@ import numpy as np
 from purerl import envs
 from purerl.algos import registry
 from purerl.algos.objectives import OBJECTIVE_META_TEMPLATES, POLICY_OBJECTIVES, VALUE_LOSSES
-from purerl.config import ConfigError, HyperParams, PPOConfig, apply_preset
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.algos.settings import apply_preset
+from purerl.checks import ConfigError
 from purerl.run import records
 from purerl.run.pbt_config import PBTConfig
 from purerl.run.population import Members, make_members

@@ -26,7 +26,7 @@ def tasks() -> dict[str, dict]:
 
 def task_config(task: str, total_timesteps: int | None = None):
     from purerl.algos import registry
-    from purerl.config import apply_preset
+    from purerl.algos.settings import apply_preset
 
     spec = tasks()[task]
     algorithm = registry.get(spec["algo"])

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from purerl.cli.args import at_most, integer, path, positive
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import files, rundir
 
 MAX_HELD_OUT_SEEDS = 2**12  # value-loss held-out seeds: 256 are published; far more do not fit in memory

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from purerl.cli.args import add_train_flags, path
 from purerl.cli.train import train_spec
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import files
 
 

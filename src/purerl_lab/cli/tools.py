@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from purerl.cli.args import at_most, integer, path, positive, positive_ints
-from purerl.config import MAX_INT32, MAX_MEMBERS, ConfigError
+from purerl.checks import MAX_INT32, MAX_MEMBERS, ConfigError
 
 
 MAX_REPEATS = 1000  # timed runs per width: more only never ends

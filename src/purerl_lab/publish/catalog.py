@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import rundir
 
 GROUP = "purerl_lab.studies"
@@ -22,7 +22,7 @@ GROUP = "purerl_lab.studies"
 # What every PPO-based number depends on: the algorithm, the env stack, configs, nets, the run loop and the
 # statistics (globs relative to src/). cli/, checkpointing, progress bars and benchmarks are left out.
 TRAINING = ("purerl/algos/*.py", "purerl/envs/__init__.py", "purerl/envs/core.py", "purerl/envs/wrappers.py",
-            "purerl/config.py", "purerl/nets/*.py", "purerl/run/population.py", "purerl/run/experiment.py",
+            "purerl/checks.py", "purerl/nets/*.py", "purerl/run/population.py", "purerl/run/experiment.py",
             "purerl/run/results.py", "purerl/stats.py", "purerl/runtime/host_devices.py")
 EVOLUTION = ("purerl/meta/evolve.py",)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from purerl.runtime import hostinfo
 from purerl.runtime.hostinfo import _git, command_line, cores_text, git_state, machine, run_facts  # noqa: F401  (the facts a part records)
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl_lab.publish.catalog import STUDIES, Study
 from purerl.run.files import write_atomic
 

@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import files
 
 HASH = "record_sha256"  # a part's manifest entry: {record path relative to the results folder: sha256 of its bytes}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 from purerl.cli import build_parser
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl_lab.publish.fingerprint.core import RUNS
 
 

@@ -7,7 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl_lab.publish import catalog
 from purerl_lab.publish.fingerprint.core import REPO, SOURCE, Fingerprint, command_words
 from purerl_lab.publish.fingerprint.values import digest

@@ -21,7 +21,8 @@ import numpy as np
 from purerl import envs, stats
 from purerl.run import files, results, stopping
 from purerl.algos.ppo import make_train
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.checks import ConfigError
 from purerl_lab.studies.act.cheap_talk import CheapTalk
 from purerl.algos import loop
 from purerl.meta.evolve import MetaTask, train_fitness

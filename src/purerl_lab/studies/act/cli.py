@@ -12,7 +12,7 @@ from pathlib import Path
 from purerl import envs, stats
 from purerl_lab.publish import document, provenance
 from purerl.run import files, rundir
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.meta.evolve import Evolution, MetaTask, config_json
 from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import GENERATIONS_CSV, MEAN_PARAMS

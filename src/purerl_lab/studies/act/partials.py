@@ -20,7 +20,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import files
 
 FIELDS = ("key", "curves", "diverged", "seconds")

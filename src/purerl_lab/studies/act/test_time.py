@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl import stats
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.meta.evolve import MetaTask
 from purerl.meta.evolve_files import MEAN_PARAMS, load_meta_params
 from purerl.run import files, rundir

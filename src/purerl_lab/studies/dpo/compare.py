@@ -20,7 +20,8 @@ from purerl_lab.studies.dpo import lpo_report
 from purerl.meta.evolve import curve_fitness
 from purerl.run import experiment, files, results, rundir
 from purerl_lab.publish import document, provenance, sessions
-from purerl.config import PRESETS, ConfigError, HyperParams, PPOConfig
+from purerl.algos.ppo_config import PRESETS, HyperParams, PPOConfig
+from purerl.checks import ConfigError
 from purerl.run.trainspec import TrainSpec
 
 

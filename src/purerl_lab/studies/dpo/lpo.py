@@ -19,7 +19,10 @@ from purerl import envs
 from purerl.algos import objectives
 from purerl.algos.ppo import make_train
 from purerl_lab.studies.dpo.compare import run_name
-from purerl.config import ConfigError, HyperParams, apply_preset, default_preset
+from purerl.algos import ppo_config
+from purerl.algos.ppo_config import HyperParams
+from purerl.algos.settings import default_preset
+from purerl.checks import ConfigError
 from purerl.meta.evolve import MetaTask, train_fitness
 from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import load_meta_params
@@ -43,7 +46,8 @@ ES_DEFAULTS = dict(strategy="open_es", lr=0.01, lr_final=0.001, std=0.04, std_fi
 def inner_setup(env_name: str, overrides: dict):
     envs.check_name(env_name)
     env = envs.make(env_name)
-    config, hp = apply_preset(default_preset(env_name, env.action_space.discrete), env_name, env.action_space.discrete)
+    discrete = env.action_space.discrete
+    config, hp = ppo_config.preset(default_preset(env_name, discrete), env_name, discrete)
     return config.replace(**overrides), hp
 
 

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl_lab.studies.mfos import games
 from purerl_lab.studies.mfos.runs import summaries
 from purerl_lab.studies.mfos.settings import INNER_LR, META_EPISODE, MFOS_SEAT, OPPONENT_SEAT, OPPONENTS, seed_keys

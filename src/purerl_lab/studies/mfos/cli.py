@@ -10,7 +10,7 @@ from pathlib import Path
 from purerl_lab.publish import provenance, sessions
 from purerl.run import files, rundir
 from purerl.cli.args import path
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl_lab.studies.mfos import run_report
 from purerl_lab.studies.mfos.markdown import write_report
 from purerl_lab.studies.mfos.report import format_cell, run_config, write_run

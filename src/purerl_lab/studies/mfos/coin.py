@@ -30,7 +30,8 @@ import jax
 import jax.numpy as jnp
 
 from purerl.algos.ppo import PPO, RunnerState, Transition
-from purerl.config import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, HyperParams, PPOConfig, check_counts, recorded
+from purerl.algos.ppo_config import HyperParams, PPOConfig, recorded
+from purerl.checks import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, check_counts
 from purerl_lab.studies.mfos.coin_game import CoinGame, CoinState
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from purerl.algos.ppo import PPO, RunnerState, make_train
-from purerl.config import HyperParams
+from purerl.algos.ppo_config import HyperParams
 from purerl_lab.studies.mfos import games
 from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats

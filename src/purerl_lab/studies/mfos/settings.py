@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from purerl.config import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, ConfigError, HyperParams, PPOConfig, check_counts
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.checks import MAX_DIMENSION, MAX_INT32, MAX_MEMBERS, ConfigError, check_counts
 from purerl_lab.studies.mfos import games
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from purerl_lab.publish import provenance as manifest
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import files
 from purerl_lab.studies.mfos.baselines import run_baselines
 from purerl_lab.studies.mfos.markdown import write_report

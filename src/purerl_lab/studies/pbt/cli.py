@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 
 

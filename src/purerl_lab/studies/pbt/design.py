@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from purerl import stats
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import files, pbt_files, results
 from purerl.run.pbt_config import PBTConfig
 from purerl.run.trainspec import TrainSpec

@@ -21,7 +21,8 @@ from purerl import envs, stats
 from purerl.algos.objectives import (clipped_l2, init_mlp_value_loss_params, init_value_loss_params, l2,
                                      learned_value_loss, mlp_value_loss)
 from purerl.algos.ppo import make_train
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.checks import ConfigError
 from purerl.meta.evolve import MetaTask, curve_fitness, train_fitness
 from purerl.meta.strategies import ESConfig
 from purerl.run.population import Placement, batched, make_members

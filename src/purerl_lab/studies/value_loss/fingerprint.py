@@ -21,7 +21,7 @@ def value_loss_part(fp: Fingerprint, command: str, part: str | None = None) -> N
 
     from purerl.algos.objectives import clipped_l2, l2
     from purerl.algos.ppo import make_train
-    from purerl.config import HyperParams
+    from purerl.algos.ppo_config import HyperParams
     from purerl.run.population import make_members
     from purerl_lab.studies import value_loss
     from purerl_lab.studies.value_loss import report as value_loss_report, shape as value_loss_shape, tuning

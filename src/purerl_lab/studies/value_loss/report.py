@@ -23,7 +23,7 @@ from purerl.meta import evolve_files
 from purerl.run import files, results, rundir
 from purerl_lab.publish import provenance as manifest
 from purerl.algos.objectives import l2, learned_log_weight
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl_lab.studies import value_loss
 from purerl_lab.studies.value_loss import shape as value_loss_shape, tuning
 from purerl_lab.studies.value_loss.record import (ALL_STAGES, SELECTION_WINDOW, build_record, kept_tuning, learned_name,

@@ -17,7 +17,7 @@ import numpy as np
 
 from purerl.algos.objectives import learned_log_weight, learned_value_loss
 from purerl.algos.ppo import make_train
-from purerl.config import HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
 from purerl.run.population import Placement, batched, make_members
 
 ERROR_SIZES = (1.0, 3.0, 10.0, 30.0)  # |v - t| at which over- and under-estimation are compared

@@ -14,7 +14,8 @@ import numpy as np
 
 from purerl import stats
 from purerl.algos.objectives import l2
-from purerl.config import ConfigError, HyperParams, PPOConfig
+from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.checks import ConfigError
 from purerl.meta.evolve import training_keys
 from purerl.meta.strategies import ESConfig
 from purerl_lab.studies import value_loss

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 
 STUDY = "offpolicy"  # the catalog's name for the document this command writes
 

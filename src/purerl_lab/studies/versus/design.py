@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from purerl import stats
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import results
 from purerl.run.trainspec import TrainSpec
 

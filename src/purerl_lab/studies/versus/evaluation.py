@@ -19,7 +19,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from purerl.config import ConfigError
+from purerl.checks import ConfigError
 from purerl.run import files, rundir
 from purerl.run.policy import members_evaluator
 from purerl.runtime.distributed import is_writer
