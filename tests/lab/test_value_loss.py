@@ -430,3 +430,18 @@ def test_each_evolution_says_who_made_it_and_its_provenance_travels_with_its_cop
                                "value_loss")[0]
     assert "es_seed0: `purerl evolve value-loss --seed 0` at c0ffeec0ff on Test CPU, 2026-11-27 12:00 UTC" in made
     assert "es_seed1: no provenance.json" in made
+
+
+def test_a_report_states_the_evolution_budget_of_its_inputs_and_no_other():
+    """An evolution far smaller than the published one (8 x 3 rollouts x 2 generations x 16k steps) is reported
+    with its own budget; the differences block states no budget of ours, so it cannot contradict it."""
+    record = json.loads(json.dumps(_record_before_tuning()))
+    evolution = record["evolution"]
+    evolution["task"]["total_timesteps"] = 16_384
+    for seed in evolution["es_seeds"].values():
+        seed["es"].update(population_size=8, rollouts=3, generations=2)
+    text = markdown.render(record, "value_loss")
+    budget = 16_384 * 8 * 3 * 2
+    assert f"{budget:.2e} env steps per ES seed, 1/{128 * 512 * 2 * 500_000 / budget:,.0f} of the walkthrough's" in text
+    assert "population 8 x 3 rollouts x 2 generations" in text
+    assert "32 x 40" not in text and "5.1e8" not in text and "5.12e+08" not in text

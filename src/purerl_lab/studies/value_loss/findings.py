@@ -11,6 +11,10 @@ from purerl import stats
 from purerl.meta import evolve_files
 from purerl_lab.publish import document
 
+# The walkthrough's evolution (luchris429/purejaxrl examples/walkthrough.ipynb): population 128 x 512 generations x
+# 2 runs of 5e5 env steps; each report's own budget is compared with it, from the report's inputs
+WALKTHROUGH_ENV_STEPS = 128 * 512 * 2 * 500_000
+
 SHAPE_COLUMNS = ("slope at v = t, left / right (L2: 0)", "curvature at v = t (L2: 1)", "as L2 near v = t at vf_coef",
                  "minimum at v - t", "over/under-estimation ratio at 10 / 30", "share of errors with negative curvature",
                  "distance from L2 after dividing by the curvature (any scaled L2: 0)")
@@ -86,7 +90,8 @@ def _evolution(record: dict, task: dict, seeds: dict, selected: str, name: str, 
         f"{', '.join(str(s['es']['seed']) for s in seeds.values())}): {es['strategy']} population {es['population_size']} "
         f"x {es['rollouts']} rollouts x {es['generations']} generations, std {es['std']:g}, Adam lr {es['lr']:g}, "
         f"{es['fitness_shaping']} shaping; each inner run is PPO on {task['env']}, {task['num_envs']} envs x "
-        f"{task['num_steps']} steps, {task['total_timesteps']:,} env steps; {inner:.2e} env steps per ES seed. "
+        f"{task['num_steps']} steps, {task['total_timesteps']:,} env steps; {inner:.2e} env steps per ES seed, "
+        f"1/{WALKTHROUGH_ENV_STEPS / inner:,.0f} of the walkthrough's {WALKTHROUGH_ENV_STEPS:.1e}. "
         "Generation times (s, summed): " + ", ".join(f"{run} {s['seconds']:.0f}" for run, s in seeds.items()) + ". "
         "Made by: " + "; ".join(f"{run}: {_made_by(s)}" for run, s in seeds.items()) + ".",
         f"- **Loss{label}**: {task['value_loss']}.",

@@ -12,9 +12,9 @@ TITLES = (("training_budget", "CartPole-v1, training budget"), ("acrobot", "Acro
           ("2x_budget", "CartPole-v1, 2x budget"), ("5x_budget", "CartPole-v1, 5x budget"))
 
 DIFFERENCES = (
-    "Evolution budget: population 32 x 40 generations x 4 inner runs of 100,000 steps (4 envs x 64 steps) per ES "
-    "seed, 5.1e8 env steps, 3 ES seeds per loss form; the walkthrough evolves population 128 x 512 generations x 2 "
-    "runs of 5e5 steps (4 envs x 64 steps), 6.6e10 env steps, 128 times as many.",
+    "Evolution budget: far below the walkthrough's, population 128 x 512 generations x 2 runs of 5e5 steps (4 envs "
+    "x 64 steps), 6.6e10 env steps; each Evolution line below states its own budget, from the runs it read, and what "
+    "fraction of the walkthrough's that is.",
     "Loss forms: the walkthrough's loss is an unconstrained 64-64 tanh MLP of v - t, which can be negative and can "
     "have a slope at zero. Ours are two: `scaled`, 0.5 (v - t)^2 exp(g(v, t)), L2 times a positive factor, so zero "
     "with zero slope at v = t; and `mlp`, exp(s) (0.5 e^2 + e h(e)) with e = v - t and h a 16-16 tanh MLP, which is "
