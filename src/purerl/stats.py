@@ -122,6 +122,49 @@ def paired_difference(a, b) -> dict:
             "n": int(differences.size), "ci_valid": bool(valid), "verdict": judged}
 
 
+def paired_p_value(a, b, resamples: int = 2000, seed: int = 0) -> float:
+    """Two-sided percentile-bootstrap p-value for a paired mean difference a - b of 0: twice the share of the
+    resampled means (the resamples `paired_difference`'s CI is taken from) on the far side of 0, counted with the
+    usual +1, so it is below 0.05 where that 95% CI excludes 0. For a family correction (`holm`)."""
+    differences = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    if differences.ndim != 1 or differences.size < MIN_SEEDS_FOR_CI or not np.isfinite(differences).all():
+        return 1.0  # no CI is given for these, and no verdict: nothing to reject
+    index = np.random.default_rng(seed).integers(0, differences.size, size=(resamples, differences.size))
+    means = differences[index].mean(axis=-1)
+    beyond = min(int((means <= 0).sum()), int((means >= 0).sum()))
+    return min(1.0, 2.0 * (beyond + 1) / (resamples + 1))
+
+
+def holm(p_values: dict[str, float]) -> dict[str, float]:
+    """Holm-Bonferroni adjusted p-values by name (step-down, kept monotone): rejecting where an adjusted p is below
+    alpha keeps the chance of any false verdict in the whole family at alpha, whatever its comparisons share."""
+    adjusted, running = {}, 0.0
+    order = sorted(p_values, key=lambda name: p_values[name])
+    for rank, name in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p_values[name]))
+        adjusted[name] = running
+    return adjusted
+
+
+REPLICATED = ("better", "worse")
+
+
+def replication(study: dict, fresh: dict | None, adjusted_p: float | None = None, alpha: float = 0.05) -> str:
+    """The verdict of a paired comparison (`paired_difference`) made on the study's seeds and again, by the same
+    command, on disjoint fresh seeds: 'better' or 'worse' only where both agree (the study's test passes: its 95%
+    CI clear of 0, or with `adjusted_p`, a family-corrected p below alpha; and the fresh seeds' 95% CI clear of 0
+    the same way); 'not replicated' where the study's seeds give a verdict the fresh ones do not; 'not resolved'
+    where the study's seeds give none; 'replication pending' where no fresh seeds were run."""
+    verdict = study["verdict"]
+    if adjusted_p is not None and not adjusted_p < alpha:
+        verdict = "not distinguishable"
+    if verdict not in REPLICATED:
+        return "not resolved"
+    if fresh is None:
+        return "replication pending"
+    return verdict if fresh["verdict"] == verdict else "not replicated"
+
+
 def both_tests(by_iqm: str, paired: dict | None) -> str:
     """Words for two comparisons of the same seeds: the IQMs' 95% CIs apart (`by_iqm`, from `iqm_verdict`) and
     the paired mean difference's CI clear of 0 (`paired_difference`, or None where it was not recorded). The two

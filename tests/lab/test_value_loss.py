@@ -351,7 +351,7 @@ def test_analyze_evaluates_both_forms_against_a_tuned_l2(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "mlp0" / "config.json").read_text())["task_info"]["loss_form"] == "mlp"
     report_path = tmp_path / "docs" / "value_loss.md"
     assert main(["analyze", "value-loss", ",".join(runs), "--report", str(report_path), "--seeds", "10",
-                 "--tuned-l2", "--tune-runs", "4", "--stages", "training_budget,critic"]) == 0
+                 "--tuned-l2", "--tune-runs", "4", "--stages", "training_budget,fresh_training_budget,critic"]) == 0
     result = json.loads(report_path.with_suffix(".json").read_text())
     assert result["tuned_l2"]["grid"] == [0.125, 0.5] and result["tuned_l2"]["runs"] == 4
     assert result["tuned_l2"]["vf_coef"] == [0.125, 0.5][int(np.argmax(result["tuned_l2"]["mean_fitness"]))]
@@ -360,7 +360,16 @@ def test_analyze_evaluates_both_forms_against_a_tuned_l2(tmp_path, monkeypatch):
     assert len({"mlp_es_seed0", "mlp_es_seed1"} & held.keys()) == 1  # the mlp run not selected
     assert set(result["paired"]["training_budget"]["learned_mlp"]) == {"l2", "clipped_l2", "tuned_l2", "scale_only"}
     assert result["forms"]["mlp"]["learned"] == "learned_mlp" and "tuned_l2" in result["critic_dynamics"]
-    assert result["not_measured"] == ["acrobot", "2x_budget", "5x_budget"]
+    assert result["not_measured"] == ["acrobot", "2x_budget", "5x_budget", "fresh_acrobot", "fresh_2x_budget",
+                                      "fresh_5x_budget"]
+    fresh = result["all_candidates"]["fresh_training_budget"]  # the replication: disjoint seeds, no other ES seed
+    assert fresh["config"]["seeds"] == [70_000, 70_009] and held["config"]["seeds"] == [10_000, 10_009]
+    assert set(fresh) - {"config"} == set(held) - {"config", "mlp_es_seed0", "mlp_es_seed1"}
+    assert set(result["paired"]["fresh_training_budget"]["learned"]) == {"l2", "clipped_l2", "tuned_l2", "scale_only"}
+    tuned_5x = result["tuned_l2_5x"]  # L2 tuned again at 5x the budget, for the 5x stages
+    assert tuned_5x["runs"] == 4 and tuned_5x["total_timesteps"] == 5 * 1024  # --tune-runs 4: fewer than 16 and tuned_5x["grid"] == [0.125, 0.5]
+    shapes = set(result["loss_shapes"])  # every ES seed's mean's shape, not the selected one's alone
+    assert {"learned", "learned_mlp", "tuned_l2_5x"} <= shapes and len({"mlp_es_seed0", "mlp_es_seed1"} & shapes) == 1
     text = report_path.read_text()
     assert "with a tuned value coefficient" in text and "Loss shape (`loss_shapes`" in text
     assert {"loss.png", "loss_mlp.png", "learned_mlp_meta_params.msgpack", "mlp_es_seed1"} <= {

@@ -25,11 +25,14 @@ def add_analyze(sub) -> None:
     analyze.add_argument("--seeds", type=integer, default=64, help="value-loss: held-out seeds at the training budget")
     analyze.add_argument("--transfer-seeds", type=integer, help="value-loss: held-out seeds per transfer setting (default --seeds)")
     analyze.add_argument("--stages", help="value-loss: comma-separated stages to measure (default all: training_budget, "
-                         "acrobot, 2x_budget, 5x_budget, critic, and tuning with --tuned-l2); the others are kept from "
-                         "the report's JSON, all of them only beside the same tuned L2")
+                         "acrobot, 2x_budget, 5x_budget, critic, their replications fresh_training_budget, "
+                         "fresh_acrobot, fresh_2x_budget, fresh_5x_budget on disjoint seeds, and tuning and tuning_5x "
+                         "with --tuned-l2); the others are kept from the report's JSON, all of them only beside the "
+                         "same tuned L2")
     analyze.add_argument("--tuned-l2", action="store_true",
                          help="value-loss: first grid L2's vf_coef (8 values, 1/128 to 1) on the evolutions' own training "
-                         "runs and budget, and add the best as the baseline tuned_l2")
+                         "runs and budget, and add the best as the baseline tuned_l2; and again at 5x the budget (16 "
+                         "runs each, or --tune-runs if fewer), tuned_l2_5x, the 5x stages' baseline")
     analyze.add_argument("--tune-runs", type=positive(integer),
                          help="value-loss, with --tuned-l2: training runs per vf_coef (default 128), the first of those "
                          "the evolutions' fitness trained on")
@@ -109,8 +112,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                           f"{', '.join(value_loss_record.ALL_STAGES)}")
     if args.tune_runs is not None and not args.tuned_l2:
         raise ConfigError("--tune-runs needs --tuned-l2")
-    if args.stages is not None and value_loss_record.TUNING in stages and not args.tuned_l2:
-        raise ConfigError(f"--stages {value_loss_record.TUNING} needs --tuned-l2")
+    for tuning_stage in (value_loss_record.TUNING, value_loss_record.TUNING_5X):
+        if args.stages is not None and tuning_stage in stages and not args.tuned_l2:
+            raise ConfigError(f"--stages {tuning_stage} needs --tuned-l2")
     tune_runs = (args.tune_runs or tuning.RUNS) if args.tuned_l2 else None
     args.report = provenance.check_report(args.report or sources[0] / "analysis" / "value_loss.md", "value_loss")
     record = value_loss_report.analyze(sources, args.report, args.seeds, args.argv, args.transfer_seeds, stages,

@@ -50,6 +50,9 @@ BASELINES = {"l2": l2, "clipped_l2": clipped_l2}
 # Seeds for held-out evaluation. Evolution draws its training keys from fold_in(PRNGKey(es_seed),
 # generation) splits, never from PRNGKey(n) of a small integer, so these runs are new to it.
 HELD_OUT_SEED_START = 10_000
+# Seeds of the replication: every held-out setting again, by the same command, on seeds disjoint from the first set
+# (a verdict is bold only where both sets give it, `stats.replication`)
+REPLICATION_SEED_START = 70_000
 
 
 class LossForm(NamedTuple):
@@ -188,8 +191,8 @@ def fitness_per_seed(returns: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def held_out(losses: dict[str, Loss], settings: dict[str, dict], seeds_by_setting: dict[str, int],
-             preset: str = "cpu", on_result=None) -> tuple[dict, dict]:
-    """Every loss (learned ones and `baselines`) on the same fresh seeds, per setting.
+             preset: str = "cpu", on_result=None, seed_start: int = HELD_OUT_SEED_START) -> tuple[dict, dict]:
+    """Every loss (learned ones and `baselines`) on the same fresh seeds, `seed_start` on, per setting.
 
     Returns ({setting: {name: {"auc": summary, "final": summary, "auc_per_seed": [...]}}},
     {setting: {name: episode returns [updates, seeds]}}).
@@ -197,7 +200,7 @@ def held_out(losses: dict[str, Loss], settings: dict[str, dict], seeds_by_settin
     out, curves = {}, {}
     for setting, spec in settings.items():
         config = inner_config(preset, env=spec["env"], total_timesteps=spec["total_timesteps"])
-        seeds = list(range(HELD_OUT_SEED_START, HELD_OUT_SEED_START + seeds_by_setting[setting]))
+        seeds = list(range(seed_start, seed_start + seeds_by_setting[setting]))
         out[setting], curves[setting] = {}, {}
         for name, loss in losses.items():
             curves[setting][name] = train_returns(loss.value_loss, loss.meta_params, config, seeds, loss.hyperparams)

@@ -24,7 +24,8 @@ def value_loss_part(fp: Fingerprint, command: str, part: str | None = None) -> N
     from purerl.algos.ppo_config import HyperParams
     from purerl.run.population import make_members
     from purerl_lab.studies import value_loss
-    from purerl_lab.studies.value_loss import report as value_loss_report, shape as value_loss_shape, tuning
+    from purerl_lab.studies.value_loss import published, record as value_loss_record, report as value_loss_report
+    from purerl_lab.studies.value_loss import shape as value_loss_shape, tuning
 
     args = parse_command(command)
     sources = [REPO / s for s in args.run_dir.split(",") if s]
@@ -91,6 +92,14 @@ def value_loss_part(fp: Fingerprint, command: str, part: str | None = None) -> N
     if extended:
         fp.probe("loss numbers l2", value_loss_shape.loss_numbers, l2, None)
         fp.probe("paired differences", paired_probe)
+    if part in published.REPLICATIONS:  # the same setting on disjoint seeds
+        fp.input("replication seeds", {"start": value_loss.REPLICATION_SEED_START})
+        member_keys(fp, make_members(list(range(value_loss.REPLICATION_SEED_START, value_loss.REPLICATION_SEED_START
+                                                + max(args.seeds, args.transfer_seeds or 0))), HyperParams()))
+    if args.tuned_l2 and published.REPLICATIONS.get(part, part) == "5x_budget":  # beside L2 tuned at 5x
+        runs_5x = min(args.tune_runs or tuning.RUNS, value_loss_record.TUNE_RUNS_5X)
+        fp.input("tuning at 5x", {"grid": list(tuning.GRID), "runs": runs_5x})
+        fp.probe("tuning keys at 5x", tuning.tuning_keys, [e["config"]["es"] for e in evolutions.values()], runs_5x)
     host_common(fp)
 
 

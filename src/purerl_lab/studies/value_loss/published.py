@@ -7,9 +7,13 @@ from purerl_lab.publish.catalog import EVOLUTION, TRAINING, Study
 from purerl_lab.studies.value_loss.fingerprint import value_loss_part
 
 
-STAGES = ("training_budget", "acrobot", "2x_budget", "5x_budget", "critic")
-TITLES = (("training_budget", "CartPole-v1, training budget"), ("acrobot", "Acrobot-v1, training budget"),
-          ("2x_budget", "CartPole-v1, 2x budget"), ("5x_budget", "CartPole-v1, 5x budget"))
+SETTINGS = ("training_budget", "acrobot", "2x_budget", "5x_budget")
+# Each held-out setting again on disjoint seeds (`value_loss.REPLICATION_SEED_START`): its replication
+REPLICATIONS = {f"fresh_{setting}": setting for setting in SETTINGS}
+STAGES = (*SETTINGS, "critic", *REPLICATIONS)
+_TITLES = (("training_budget", "CartPole-v1, training budget"), ("acrobot", "Acrobot-v1, training budget"),
+           ("2x_budget", "CartPole-v1, 2x budget"), ("5x_budget", "CartPole-v1, 5x budget"))
+TITLES = (*_TITLES, *((f"fresh_{setting}", f"{title}, fresh seeds") for setting, title in _TITLES))
 
 DIFFERENCES = (
     "Evolution budget: far below the walkthrough's, population 128 x 512 generations x 2 runs of 5e5 steps (4 envs "
@@ -38,5 +42,5 @@ STUDY = Study(
     ),
     differences=DIFFERENCES, authors="luchris429/purejaxrl at 31756b1, examples/walkthrough.ipynb",
     render="purerl_lab.studies.value_loss.markdown:rerender", row_titles=TITLES,
-    fingerprint=value_loss_part, cost=30.0, resumes=(("purerl analyze value-loss", "never"),),
+    fingerprint=value_loss_part, by_part=True, cost=30.0, resumes=(("purerl analyze value-loss", "never"),),
 )

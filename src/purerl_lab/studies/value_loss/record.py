@@ -20,9 +20,11 @@ from purerl_lab.studies.value_loss import published
 SELECTION_WINDOW = 10  # generations whose mean fitness picks the ES seed
 STAGES = published.STAGES  # each stage is one part of the published document
 TUNING = "tuning"  # the tuned-L2 grid: a stage every part compares with, so not a part of its own
-ALL_STAGES = (*STAGES, TUNING)
+TUNING_5X = "tuning_5x"  # the same grid at 5x the budget, for the 5x stages' `tuned_l2_5x` (`TUNE_RUNS_5X` runs each)
+TUNE_RUNS_5X = 16
+ALL_STAGES = (*STAGES, TUNING, TUNING_5X)
 MAIN = ("learned", "l2", "clipped_l2")
-COMPARED = ("l2", "clipped_l2", "tuned_l2")  # the baselines each learned loss is paired with
+COMPARED = ("l2", "clipped_l2", "tuned_l2", "tuned_l2_5x")  # the baselines each learned loss is paired with
 
 
 def learned_name(form: str, primary: str) -> str:
@@ -41,31 +43,31 @@ def selections(record: dict) -> dict[str, str]:
     return {value_loss.DEFAULT_FORM: record.get("evolution", {}).get("selected")}
 
 
-def previous_stages(report: Path, selected: dict[str, str], stages: tuple[str, ...]) -> tuple[dict, dict | None, dict | None]:
+def previous_stages(report: Path, selected: dict[str, str], stages: tuple[str, ...]) -> tuple[dict, dict | None, dict]:
     """Held-out settings and critic dynamics already in `report`'s JSON for the same learned losses, minus the
     stages to measure again, and its L2 tuning (whether or not it is measured again: `same_tuned_l2` decides
-    what may stay beside a new one): so stages can be measured apart (on different machines), each with its own
-    provenance."""
+    what may stay beside a new one), and its tuning at 5x the budget: so stages can be measured apart (on
+    different machines), each with its own provenance."""
     path = report.with_suffix(".json")
     if not path.is_file():
-        return {}, None, None
+        return {}, None, {}
     record = files.read_json(path, "a value-loss record")
     if selections(record) != selected:
-        return {}, None, None
+        return {}, None, {}
     held = {k: v for k, v in record.get("all_candidates", {}).items() if k not in stages}
     dynamics = None if "critic" in stages else record.get("critic_dynamics")
     for stage in [rows["config"] for rows in held.values()] + ([dynamics] if dynamics else []):
         stage.setdefault("measured", record.get("provenance"))  # a record from one run: its own provenance
-    return held, dynamics, record.get("tuned_l2")
+    return held, dynamics, {"tuned_l2": record.get("tuned_l2"), "tuned_l2_5x": record.get("tuned_l2_5x")}
 
 
 TUNING_DESIGN = ("grid", "runs", "es_seeds", "total_timesteps")  # what a tuning trains: the keys come from the ES seeds
 
 
-def kept_tuning(previous: dict | None, design: dict | None, stages: tuple[str, ...]) -> dict | None:
-    """The recorded tuning where this run tunes the same `design` (`TUNING_DESIGN`) and does not measure `TUNING`
+def kept_tuning(previous: dict | None, design: dict | None, stages: tuple[str, ...], stage: str = TUNING) -> dict | None:
+    """The recorded tuning where this run tunes the same `design` (`TUNING_DESIGN`) and does not measure its `stage`
     again (a full regeneration does: the choice is a measurement of the code that makes it, like every stage)."""
-    if previous is None or design is None or TUNING in stages:
+    if previous is None or design is None or stage in stages:
         return None
     return previous if all(previous.get(key) == design[key] for key in TUNING_DESIGN) else None
 
@@ -104,11 +106,12 @@ def critic_paired(dynamics: dict | None) -> dict | None:
 
 def build_record(held: dict, summaries: dict, selected: str, shape: dict | None, dynamics: dict, preset: str,
                  evolve_config: dict, forms: dict | None = None, loss_shapes: dict | None = None,
-                 tuned: dict | None = None) -> dict:
+                 tuned: dict | None = None, tuned_5x: dict | None = None) -> dict:
     """The JSON document: `held_out` maps learned / l2 / clipped_l2 to summaries of the fitness metric at
     the training budget, and each transfer setting to the same; `forms` gives each form's evolutions and
     learned loss, `loss_shapes` each learned loss's and L2's `shape.loss_numbers`, `tuned_l2` the tuning
-    (`tuning.tune`) and `paired` every learned loss's paired differences from the baselines."""
+    (`tuning.tune`), `tuned_l2_5x` the same at 5x the budget, and `paired` every learned loss's paired differences
+    from the baselines."""
 
     def table(setting):
         rows = {name: held[setting][name]["auc"] for name in MAIN}
@@ -136,4 +139,6 @@ def build_record(held: dict, summaries: dict, selected: str, shape: dict | None,
     if forms is not None:
         learned = [entry["learned"] for entry in forms.values()]
         record |= {"forms": forms, "loss_shapes": loss_shapes, "tuned_l2": tuned, "paired": paired(held, learned)}
+        if tuned_5x:
+            record["tuned_l2_5x"] = tuned_5x
     return record

@@ -23,11 +23,12 @@ from purerl.meta import evolve_files
 from purerl.run import files, results, rundir
 from purerl_lab.publish import provenance as manifest
 from purerl.algos.objectives import l2, learned_log_weight
+from purerl.algos.ppo_config import HyperParams
 from purerl.checks import ConfigError
 from purerl_lab.studies import value_loss
-from purerl_lab.studies.value_loss import shape as value_loss_shape, tuning
-from purerl_lab.studies.value_loss.record import (ALL_STAGES, SELECTION_WINDOW, build_record, kept_tuning, learned_name,
-                                              previous_stages, run_name, same_tuned_l2)
+from purerl_lab.studies.value_loss import published, shape as value_loss_shape, tuning
+from purerl_lab.studies.value_loss.record import (ALL_STAGES, SELECTION_WINDOW, TUNE_RUNS_5X, TUNING_5X, build_record,
+                                              kept_tuning, learned_name, previous_stages, run_name, same_tuned_l2)
 
 DYNAMICS_SEEDS = 16
 
@@ -158,15 +159,17 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
     # The published analysis (the scaled form, no tuning) records what it always did; one with another form or a
     # tuned L2 adds each form's entry, the loss numbers of `shape.loss_numbers` and paired differences.
     extended = bool(tune_runs) or forms != ["scaled"]
+    # every ES seed's mean, not only the selected one's: how much of a shape is the search's, not one seed's
     loss_shapes = ({"l2": value_loss_shape.loss_numbers(l2, None)} | {
-        name: value_loss_shape.loss_numbers(loss.value_loss, loss.meta_params) for name, loss in learned.items()}
-        if extended else {})
+        name: value_loss_shape.loss_numbers(loss.value_loss, loss.meta_params) for name, loss in candidates.items()
+        if name in learned or "es_seed" in name} if extended else {})
     from purerl_lab.studies.value_loss import markdown as value_loss_markdown, plots as value_loss_plots
 
     for form, entry in chosen.items():
         figure = "loss.png" if entry["learned"] == "learned" else f"loss_{form}.png"
         value_loss_plots.loss_figure(learned[entry["learned"]].meta_params, artefacts / figure, form)
-    held, dynamics, previous_tuning = previous_stages(report, {form: entry["selected"] for form, entry in chosen.items()}, stages)
+    held, dynamics, previous_tuning = previous_stages(report, {form: entry["selected"] for form, entry in chosen.items()},
+                                                      stages)
     origin = manifest.run_facts(argv)  # the commit and machine this run started on
     evolution_seeds = sorted({int(e["config"]["es"]["seed"]) for e in evolutions.values()})
     es = evolutions[selected]["config"]["es"]
@@ -183,14 +186,24 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
 
     design = ({"grid": list(tuning.GRID), "runs": tune_runs, "es_seeds": evolution_seeds, "total_timesteps": budget}
               if tune_runs else None)
-    tuned = kept_tuning(previous_tuning, design, stages)
+    tuned = kept_tuning(previous_tuning.get("tuned_l2"), design, stages)
     if tune_runs and tuned is None:
         tuned = tuned_l2(evolutions, config, tune_runs) | {"es_seeds": evolution_seeds, "measured": stamp()}
-    if not same_tuned_l2(previous_tuning, tuned):
+    if not same_tuned_l2(previous_tuning.get("tuned_l2"), tuned):
         held, dynamics = {}, None  # stages measured beside another tuned L2 (or none) are not kept
+    # L2 tuned again at 5x the budget, where the 100k choice need not be the best: the 5x stages' fair baseline
+    design_5x = design and design | {"runs": min(tune_runs, TUNE_RUNS_5X), "total_timesteps": 5 * budget}
+    tuned_5x = kept_tuning(previous_tuning.get("tuned_l2_5x"), design_5x, stages, TUNING_5X)
+    if tune_runs and tuned_5x is None:
+        tuned_5x = (tuned_l2(evolutions, config.replace(total_timesteps=5 * budget), design_5x["runs"])
+                    | {"es_seeds": evolution_seeds, "measured": stamp()})
+    if not same_tuned_l2(previous_tuning.get("tuned_l2_5x"), tuned_5x):
+        held = {k: v for k, v in held.items() if published.REPLICATIONS.get(k, k) != "5x_budget"}
     baselines = value_loss.baselines(tuned["vf_coef"] if tuned else None)
     if tuned:
         loss_shapes["tuned_l2"] = value_loss_shape.loss_numbers(l2, None, vf_coef=tuned["vf_coef"])
+    if tuned_5x:
+        loss_shapes["tuned_l2_5x"] = value_loss_shape.loss_numbers(l2, None, vf_coef=tuned_5x["vf_coef"])
     forms_record = {form: {**entry, "task": evolutions[entry["selected"]]["config"]["task_info"],
                            "es_seeds": {n: summaries[n] for n, e in evolutions.items() if e["form"] == form},
                            "loss_shape": loss_shapes.get(entry["learned"])} for form, entry in chosen.items()}
@@ -199,25 +212,34 @@ def analyze(sources: list[Path], report: Path, seeds: int, argv: list[str], tran
         """The record so far: each stage is written as soon as it is done, so a cut-off run still leaves
         a consistent document of what it measured (the missing stages are listed in it)."""
         record = build_record(held, forms_record[forms[0]]["es_seeds"], selected, shape, dynamics, preset,
-                              evolutions[selected]["config"], *((forms_record, loss_shapes, tuned) if extended else ()))
+                              evolutions[selected]["config"],
+                              *((forms_record, loss_shapes, tuned, tuned_5x) if extended else ()))
         record["provenance"] = stamp()
         files.write_atomic(report.with_suffix(".json"), json.dumps(results.json_safe(record), indent=2))
         files.write_atomic(report, value_loss_markdown.render(record, artefacts.name))
         return record
 
     # Every ES seed's mean and the scale-only ablations at the training budget; the transfers compare the
-    # selected losses with the baselines.
-    for name, spec in value_loss.transfer_settings(budget).items():
+    # selected losses with the baselines. Then each setting again on disjoint seeds, its replication (the other ES
+    # seeds' means left out there: no verdict is drawn on them).
+    settings = value_loss.transfer_settings(budget)
+    for name in (*settings, *published.REPLICATIONS):
         if name not in stages:
             continue
-        count = seeds if name == "training_budget" else (transfer_seeds or seeds)
-        evaluated = (candidates if name == "training_budget" else learned) | baselines
+        setting = published.REPLICATIONS.get(name, name)
+        count = seeds if setting == "training_budget" else (transfer_seeds or seeds)
+        evaluated = (candidates if name == "training_budget" else
+                     {n: c for n, c in candidates.items() if n in learned or n.endswith("_scale_only")}
+                     if setting == "training_budget" else learned) | baselines
+        if setting == "5x_budget" and tuned_5x:
+            evaluated["tuned_l2_5x"] = value_loss.Loss(l2, None, HyperParams(vf_coef=tuned_5x["vf_coef"]))
+        start = value_loss.HELD_OUT_SEED_START if name == setting else value_loss.REPLICATION_SEED_START
         stage_started = time.perf_counter()
-        part, curves = value_loss.held_out(evaluated, {name: spec}, {name: count}, preset, on_result=_print_result)
+        part, curves = value_loss.held_out(evaluated, {name: settings[setting]}, {name: count}, preset,
+                                           on_result=_print_result, seed_start=start)
         part[name]["config"]["measured"] = stamp()
         held |= part
-        record_part(name, stage_started, spec["total_timesteps"],
-                    list(range(value_loss.HELD_OUT_SEED_START, value_loss.HELD_OUT_SEED_START + count)))
+        record_part(name, stage_started, settings[setting]["total_timesteps"], list(range(start, start + count)))
         if name == "training_budget":
             results.plot_labelled_curves(artefacts, {n: curves[name][n] for n in [*learned, *baselines]},
                                          config.batch_size, f"{value_loss.ENV}: held-out seeds at the training budget",
