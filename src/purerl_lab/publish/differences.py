@@ -6,7 +6,7 @@ any number being rerun.
 
 from __future__ import annotations
 
-from purerl_lab.publish import catalog
+from purerl_lab.publish import catalog, replication
 
 START, END = "<!-- differences: written from publish/catalog.py -->", "<!-- /differences -->"
 
@@ -21,10 +21,11 @@ def block(study_name: str) -> list[str]:
 
 
 def refreshed(lines: list[str], study_name: str) -> list[str]:
-    """`lines` with their block replaced by the current one, which goes right after the title (and its blank line),
-    where `document.header` puts it in a new document; a stale notice written later goes above it."""
+    """`lines` with their block replaced by the current one, which goes right after the title (and its blank line)
+    and the document's summary table if it opens with one (`replication.summary`), where its renderer puts it; a
+    stale notice written later goes above them."""
     lines = without_block(lines, START, END)
-    at = after_title(lines)
+    at = replication.after_summary(lines, after_title(lines))
     lines[at:at] = block(study_name)
     return lines
 

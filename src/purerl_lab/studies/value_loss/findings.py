@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from purerl import stats
 from purerl.meta import evolve_files
-from purerl_lab.publish import document
+from purerl_lab.publish import document, replication
+from purerl_lab.studies.value_loss import replicated
 
 # The walkthrough's evolution (luchris429/purejaxrl examples/walkthrough.ipynb): population 128 x 512 generations x
 # 2 runs of 5e5 env steps; each report's own budget is compared with it, from the report's inputs
@@ -26,18 +27,13 @@ def _number(value, digits: int = 2, sign: bool = False) -> str:
 
 def _interval(d: dict, bold: bool = False) -> str:
     text = stats.describe_paired(d)
-    return f"**{text}**" if bold and d["verdict"] != "not distinguishable" else text
+    return f"**{text}**" if bold else text
 
 
 def judge(record: dict, setting: str, name: str, other: str, rows: dict) -> str:
     """`name` against `other` (a row of `rows`, or `scale_only`) by both tests on the same seeds (`stats.both_tests`)."""
-    by_iqm = stats.iqm_verdict(rows[name]["auc"], rows[_row_of(name, other)]["auc"])
+    by_iqm = stats.iqm_verdict(rows[name]["auc"], rows[replicated.row_of(name, other)]["auc"])
     return stats.both_tests(by_iqm, paired_of(record, setting, name, other))
-
-
-def _row_of(name: str, other: str) -> str:
-    """The row `name` is compared with: `other`, or for `scale_only` the row of `name`'s scale alone, as L2."""
-    return f"{name}_scale_only" if other == "scale_only" else other
 
 
 def paired_of(record: dict, setting: str, name: str, other: str) -> dict | None:
@@ -52,7 +48,7 @@ def paired_words(record: dict, setting: str, name: str, other: str) -> str:
 def _both(record: dict, name: str, other: str) -> str:
     """`name` against `other` at the training budget in both tests' words, with both tests' numbers."""
     rows = record["all_candidates"]["training_budget"]
-    row = _row_of(name, other)
+    row = replicated.row_of(name, other)
     return (f"{judge(record, 'training_budget', name, other, rows)} (IQM {stats.describe(rows[name]['auc'])} vs "
             f"{stats.describe(rows[row]['auc'])}{paired_words(record, 'training_budget', name, other)})")
 
@@ -76,6 +72,15 @@ def evolution_lines(record: dict, artefacts: str) -> list[str]:
             f"held-out seed), chosen before any held-out run from vf_coef = {', '.join(f'{c:g}' for c in tuned['grid'])}: "
             f"**{tuned['vf_coef']:g}** (PPO's default is 0.5). Mean fitness per coefficient: "
             + ", ".join(f"{c:g}: {m:.1f}" for c, m in zip(tuned["grid"], tuned["mean_fitness"])) + ".")
+    again = record.get("tuned_l2_5x")
+    if again:
+        edge = (" (the grid's edge: a larger one might do better still)"
+                if again["vf_coef"] in (again["grid"][0], again["grid"][-1]) else "")
+        lines.append(
+            f"- **L2 tuned at 5x the budget** (`tuned_l2_5x`, the 5x stages' baseline): the same grid on the first "
+            f"{again['runs']} of those keys at {again['total_timesteps']:,} env steps: **{again['vf_coef']:g}**{edge}. "
+            "Mean fitness per coefficient: "
+            + ", ".join(f"{c:g}: {m:.1f}" for c, m in zip(again["grid"], again["mean_fitness"])) + ".")
     return lines
 
 
@@ -116,16 +121,20 @@ def paired_table(record: dict, titles: dict[str, str]) -> list[str]:
     columns = []
     for rows in paired.values():
         columns += [(name, other) for name, others in rows.items() for other in others if (name, other) not in columns]
+    verdicts = {c.key: c for c in replicated.comparisons(record)}
     lines = ["## Paired differences (learned minus baseline on the same held-out seeds: mean of the per-seed "
              "differences in mean return over training [95% CI])", "",
-             "| setting | n | " + " | ".join(f"`{name} - {_row_of(name, other)}`" for name, other in columns) + " |",
+             "| setting | n | " + " | ".join(f"`{name} - {replicated.row_of(name, other)}`" for name, other in columns) + " |",
              "|---" * (len(columns) + 2) + "|"]
     for setting, rows in paired.items():
         n = next((d["n"] for others in rows.values() for d in others.values()), 0)
         lines.append(f"| {titles.get(setting, setting)} | {n} | " + " | ".join(
-            _interval(rows[name][other], bold=True) if other in rows.get(name, {}) else "-" for name, other in columns) + " |")
-    return lines + ["", "Bold: the CI excludes 0, a verdict (above 0: the learned loss is better; below: worse). "
-                        "Anywhere else the difference is not resolved.", ""]
+            _interval(rows[name][other], replication.bold(verdicts[(setting, name, other)])
+                      if (setting, name, other) in verdicts else False)
+            if other in rows.get(name, {}) else "-" for name, other in columns) + " |")
+    return lines + ["", "Bold: a verdict that replicates (above 0: the learned loss is better; below: worse), by the rule "
+                        "under the summary table: its study seeds' test passes, Holm-corrected, and its row on fresh "
+                        "seeds gives the same. Anywhere else the difference is not a verdict.", ""]
 
 
 def against_tuned(record: dict) -> list[str]:
@@ -135,12 +144,17 @@ def against_tuned(record: dict) -> list[str]:
     rows = {name: d["tuned_l2"] for name, d in paired.items() if "tuned_l2" in d}
     if not tuned or not rows:
         return []
-    better = [f"`{name}`" for name, d in rows.items() if d["verdict"] == "better"]
+    verdicts = {name: replicated.verdict_of(record, "training_budget", name, "tuned_l2") for name in rows}
+    held = [f"`{name}`" for name, c in verdicts.items() if c and c.verdict == "better"]
     n = next(iter(rows.values()))["n"]
-    judged = "; ".join(f"`{name}` {_both(record, name, 'tuned_l2')}" for name in rows)
-    text = [(f"**Yes: {', '.join(better)} {'beats' if len(better) == 1 else 'beat'} L2 with a tuned value coefficient "
-             "by the paired test**" if better else
-             "**No learned loss beats L2 with a tuned value coefficient by the paired test**")
+    judged = "; ".join(f"`{name}` {_both(record, name, 'tuned_l2')}" + _replicated_words(verdicts[name])
+                       for name in rows)
+    waiting = [f"`{name}`" for name, c in verdicts.items() if c and c.verdict == "replication pending"]
+    text = [(f"**Yes: {', '.join(held)} {'beats' if len(held) == 1 else 'beat'} L2 with a tuned value coefficient, "
+             "on the study's seeds and on fresh ones**" if held else
+             f"On the study's seeds {', '.join(waiting)} {'beats' if len(waiting) == 1 else 'beat'} L2 with a tuned "
+             "value coefficient; the replication on fresh seeds has not run" if waiting else
+             "No learned loss beats L2 with a tuned value coefficient on both seed sets")
             + f" (vf_coef {tuned['vf_coef']:g}, chosen on the evolutions' training runs) at the training budget, on {n} "
             f"held-out seeds, each learned loss against tuned L2: {judged}."]
     for form, entry in record["forms"].items():
@@ -159,6 +173,31 @@ def against_tuned(record: dict) -> list[str]:
                + {"better": ": the shape adds to the scale.", "worse": ": the shape costs return.",
                   "not distinguishable": ": the shape's own contribution is not resolved."}[scale_only["verdict"]]))
     return [" ".join(text), ""]
+
+
+def _replicated_words(comparison) -> str:
+    """What the fresh seeds said of a comparison, in a clause."""
+    if comparison is None or comparison.fresh is None:
+        return ""
+    return f"; on fresh seeds {stats.describe_paired(comparison.fresh)}, so {comparison.verdict}"
+
+
+def es_seed_shapes(record: dict) -> str:
+    """Each ES seed's evolved loss in two numbers, its asymmetry and its scale: whether a shape is the search's or
+    one seed's ('' where the record has only the selected seed's)."""
+    shapes = record.get("loss_shapes") or {}
+    runs = [(entry["learned"], entry["selected"], form, entry["es_seeds"]) for form, entry in
+            (record.get("forms") or {}).items()]
+    parts = []
+    for learned, selected, form, seeds in runs:
+        names = [(run, learned if run == selected else run) for run in seeds]
+        if not all(key in shapes for _, key in names):
+            return ""
+        parts.append(f"{form} form: " + "; ".join(
+            f"{run} over/under {_number(shapes[key]['summary']['over_under_ratio'].get('10'))} at 10 and "
+            f"{_number(shapes[key]['summary']['over_under_ratio'].get('30'))} at 30, as L2 at vf_coef "
+            f"{_number(shapes[key]['summary']['effective_vf_coef'], 3)}" for run, key in names))
+    return ("Each ES seed's evolved loss (its mean), asymmetry and scale: " + ". ".join(parts) + "." if parts else "")
 
 
 def shape_tables(record: dict) -> list[str]:

@@ -9,9 +9,10 @@ from purerl import stats
 from purerl_lab.publish import differences, document, provenance
 from purerl.run import files
 from purerl_lab.studies.value_loss import published
-from purerl_lab.studies.value_loss.record import TUNING
-from purerl_lab.studies.value_loss.findings import (against_tuned, evolution_lines, judge, paired_of, paired_table, paired_words,
-                                                shape_tables)
+from purerl_lab.studies.value_loss import replicated
+from purerl_lab.studies.value_loss.record import TUNING, TUNING_5X
+from purerl_lab.studies.value_loss.findings import (against_tuned, es_seed_shapes, evolution_lines, judge, paired_of,
+                                                paired_table, paired_words, shape_tables)
 
 SETTING_TITLES = dict(published.TITLES)  # what `results --check --mark` finds
 
@@ -28,7 +29,8 @@ def _held_out_table(record: dict) -> list[str]:
     candidates = record["all_candidates"]
     names = set().union(*(rows.keys() for rows in candidates.values())) - {"config"}
     others = [n for n in _learned(record) if n != "learned"]
-    order = (["learned", *others, "l2", "clipped_l2", *(["tuned_l2"] if "tuned_l2" in names else []), "learned_scale_only",
+    order = (["learned", *others, "l2", "clipped_l2", *(n for n in ("tuned_l2", "tuned_l2_5x") if n in names),
+              "learned_scale_only",
               *(f"{n}_scale_only" for n in others if f"{n}_scale_only" in names)]
              + sorted(n for n in names if n.startswith("es_seed")) + sorted(n for n in names if "_es_seed" in n))
     lines = ["| setting | steps | n | " + " | ".join(order) + " |", "|---" * (len(order) + 3) + "|"]
@@ -44,20 +46,24 @@ def _held_out_table(record: dict) -> list[str]:
 
 def _stages(record: dict) -> list[str]:
     """Where and by which command each stage was measured (stages may run apart, on different machines)."""
-    lines = []
+    lines, commands = [], []
     measured = {setting: rows["config"].get("measured") for setting, rows in record["all_candidates"].items()}
     if record["critic_dynamics"]:
         measured["critic"] = record["critic_dynamics"].get("measured")
     if record.get("tuned_l2"):
         measured[TUNING] = record["tuned_l2"].get("measured")
+    if record.get("tuned_l2_5x"):
+        measured[TUNING_5X] = record["tuned_l2_5x"].get("measured")
     for stage, m in measured.items():
         if m:  # `- **part**:`, where `results --check --mark` marks a stale part
-            what = " (tuned_l2's vf_coef grid)" if stage == TUNING else ""
-            lines.append(f"- **{stage}**{what}: `{m['command']}` at `{m['commit']}`{_dirty(m)} on {m['machine']} "
-                         f"(jax {m['jax']}), {m['date']}.")
+            what = {TUNING: " (tuned_l2's vf_coef grid)", TUNING_5X: " (tuned_l2_5x's grid)"}.get(stage, "")
+            if m["command"] not in commands:
+                commands.append(m["command"])
+            lines.append(f"- **{stage}**{what}: command {commands.index(m['command']) + 1} at `{m['commit']}`"
+                         f"{_dirty(m)} on {m['machine']} (jax {m['jax']}), {m['date']}.")
     if record["not_measured"]:
         lines.append(f"- **Not measured**: {', '.join(record['not_measured'])}.")
-    return lines
+    return [f"{i}. `{command}`" for i, command in enumerate(commands, 1)] + [""] + lines
 
 
 def _verdicts(record: dict) -> list[str]:
@@ -87,12 +93,20 @@ def _interpretation(record: dict) -> str:
     shape, dyn = record["shape"], record["critic_dynamics"]
     held = record["held_out"]
     learned = held["learned"]
-    success = held["verdict_vs_l2"] == "better" and held["verdict_vs_clipped_l2"] == "better"
+    def met(rows):
+        return rows["verdict_vs_l2"] == "better" and rows["verdict_vs_clipped_l2"] == "better"
+
+    success, fresh = met(held), held.get("fresh_training_budget")
+    lead = ("The success criterion is not met" if not success else
+            "The success criterion is met on the study's seeds; its replication has not run" if fresh is None else
+            "**The success criterion is met, on the study's seeds and on fresh ones**" if met(fresh) else
+            "The success criterion is met on the study's seeds but not on fresh ones (not replicated)")
     text = [
-        ("**The success criterion is met**: " if success else "**The success criterion is not met**: ")
-        + f"at the training budget the learned loss's IQM {_ci(learned)} "
+        f"{lead}: at the training budget the learned loss's IQM {_ci(learned)} "
         + ("lies entirely above" if success else "does not lie entirely above")
-        + f" both L2 {_ci(held['l2'])} and clipped L2 {_ci(held['clipped_l2'])}."]
+        + f" both L2 {_ci(held['l2'])} and clipped L2 {_ci(held['clipped_l2'])}"
+        + ("." if fresh is None else f"; on fresh seeds {_ci(fresh['learned'])} against {_ci(fresh['l2'])} and "
+                                     f"{_ci(fresh['clipped_l2'])}.")]
     if shape:
         weights = list(shape["weight_at_zero"].values())
         ratio10, ratio30 = shape["over_under_ratio"]["10"], shape["over_under_ratio"]["30"]
@@ -106,6 +120,9 @@ def _interpretation(record: dict) -> str:
             + ("convex on errors in [-30, 30]." if shape["convex"] else
                f"not convex: up to {100 * frac:.0f}% of errors in [-30, 30] have negative curvature (per target: "
                f"{shape['nonconvex_errors']})."))
+    seeds = es_seed_shapes(record)
+    if seeds:
+        text.append(seeds)
     if "learned_scale_only" in record["all_candidates"].get("training_budget", {}):
         rows = record["all_candidates"]["training_budget"]
         scale = rows["learned_scale_only"]["auc"]
@@ -161,28 +178,22 @@ def render(record: dict, artefacts: str) -> str:
         "# Evolved value loss vs L2 and clipped L2" if not record.get("tuned_l2") else
         "# Evolved value losses vs L2, clipped L2 and tuned L2",
         "",
+        *replicated.headline(record),
         *differences.block("value_loss"),
-        f"Generated by `{p['command']}` at commit `{p['commit']}`{_dirty(p)} on {p['machine']} (jax {p['jax']}), "
-        f"{p['date']}; "
-        f"{p['wall_s']:.0f} s. Do not edit by hand." + (f" {document.rendered_words(record['rendered'])}".rstrip()
-                                                        if record.get("rendered") else ""),
-        "",
         *evolution_lines(record, artefacts),
         f"- **Held-out seeds**: the first n of PRNGKey({held['config']['seeds'][0]}), PRNGKey({held['config']['seeds'][0] + 1}), "
-        "... (n per setting in the table; never used by evolution), the same seeds for every loss.",
+        "... (n per setting in the table; never used by evolution), the same seeds for every loss"
+        + (f"; their replication, the same n again from PRNGKey({fresh['config']['seeds'][0]}) on (the `fresh` rows)."
+           if (fresh := record["all_candidates"].get("fresh_training_budget")) else "."),
         f"- **Statistic**: {record['fitness_metric']}. " + (
             "A comparison is judged by two tests on the same seeds: the IQMs' 95% CIs apart, and the 95% CI of the "
             "paired mean difference clear of 0; the words say which resolved it. A conclusion drawn below (against "
             "tuned L2, of the shape against its scale) is the paired test's, the test for runs on the same seeds; "
-            "the IQMs' show whether the typical seed separates too. Each interval is 95% on its own, not widened "
-            "for the many comparisons here." if record.get("paired") else
+            "the IQMs' show whether the typical seed separates too. Each interval is 95% on its own; what is a "
+            "verdict is corrected for the many comparisons and replicated, as the summary says." if record.get("paired") else
             "A verdict only where the CIs do not overlap."),
         "",
         "## Held-out evaluation (mean return over training: IQM [95% CI])",
-        "",
-        "Measured in stages:",
-        "",
-        *_stages(record),
         "",
         *_held_out_table(record),
         "",
@@ -211,7 +222,17 @@ def render(record: dict, artefacts: str) -> str:
             + ", ".join(f"t={t}: {f:.2f}" for t, f in record["shape"]["nonconvex_fraction"].items()) + ".",
             "",
         ]
-    return "\n".join(lines)
+    return "\n".join(lines + _provenance(record))
+
+
+def _provenance(record: dict) -> list[str]:
+    """Who made the record, and each stage's command (once) and session, after the results."""
+    p = record["provenance"]
+    return ["## Provenance", "",
+            f"Generated by `{p['command']}` at commit `{p['commit']}`{_dirty(p)} on {p['machine']} (jax {p['jax']}), "
+            f"{p['date']}; {p['wall_s']:.0f} s. Do not edit by hand."
+            + (f" {document.rendered_words(record['rendered'])}".rstrip() if record.get("rendered") else ""), "",
+            "Measured in stages:", "", *_stages(record), ""]
 
 
 def rerender(report: Path) -> Path:
