@@ -7,9 +7,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from purerl import envs
 from purerl.algos import acting
+
+pytestmark = pytest.mark.smoke  # the smoke suite on the newest jax (README, "On a GPU")
 
 LIBRARY = Path(__file__).resolve().parents[2] / "src" / "purerl"
 NUM_ENVS = 3

@@ -28,6 +28,7 @@ def gru_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.smoke
 def test_eval_says_which_policy_and_records_it(capsys, ppo_run):
     code, out, err = run_cli(capsys, "eval", ppo_run, "--episodes", "3", "--policy", "sample", "--seed", "7")
     assert code == 0, err

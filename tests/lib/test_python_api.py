@@ -99,6 +99,7 @@ def test_a_bad_setting_is_one_config_error_line(settings, message):
         make_train("CartPol-v1")
 
 
+@pytest.mark.smoke
 def test_a_grid_from_python_and_a_rerun_of_the_script_continues(tmp_path):
     train = make_train("CartPole-v1", total_timesteps=20_000)  # the population docs/python_api.md trains
     first = purerl.train(train, tmp_path / "grid", seeds=2, grid={"lr": [1e-3, 2.5e-4]}, resume="auto",

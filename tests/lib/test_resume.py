@@ -47,6 +47,7 @@ def reference(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.smoke
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_saves_a_checkpoint_and_resume_is_bit_identical(tmp_path, reference, sig):

@@ -11,6 +11,7 @@ import pytest
 WALKTHROUGH = Path(__file__).resolve().parents[2] / "examples" / "walkthrough.py"
 
 
+@pytest.mark.smoke
 @pytest.mark.timeout(600)
 def test_walkthrough_goes_from_one_agent_to_a_population_to_an_evolved_hook(tmp_path, capsys):
     main = runpy.run_path(str(WALKTHROUGH))["main"]
