@@ -6,7 +6,7 @@ any number being rerun.
 
 from __future__ import annotations
 
-from purerl_lab.publish import catalog, replication
+from purerl_lab.publish import catalog
 
 START, END = "<!-- differences: written from publish/catalog.py -->", "<!-- /differences -->"
 
@@ -24,6 +24,8 @@ def refreshed(lines: list[str], study_name: str) -> list[str]:
     """`lines` with their block replaced by the current one, which goes right after the title (and its blank line)
     and the document's summary table if it opens with one (`replication.summary`), where its renderer puts it; a
     stale notice written later goes above them."""
+    from purerl_lab.publish import replication  # its statistics load scipy: not while a parser is built
+
     lines = without_block(lines, START, END)
     at = replication.after_summary(lines, after_title(lines))
     lines[at:at] = block(study_name)

@@ -153,9 +153,12 @@ def fingerprint_of(study: Study, part: str, command: str, cache: bool = False) -
 
 
 def listed(study: Study, command: str) -> bool:
-    """Whether the registry lists `command`, up to `--resume` and the scratch folder `{runs}`: a budget or a
-    seed count changed in the registry stales the parts an older command made."""
-    command = " ".join(word for word in shlex.split(command) if word != "--resume")
+    """Whether the registry lists `command`, up to `--resume`, `--stages S` (which of a command's parts one run
+    measures, not what any of them computes) and the scratch folder `{runs}`: a budget or a seed count changed in
+    the registry stales the parts an older command made."""
+    words = shlex.split(command)
+    words = [w for i, w in enumerate(words) if w != "--resume" and w != "--stages" and (i == 0 or words[i - 1] != "--stages")]
+    command = " ".join(words)
     return any(re.fullmatch(re.escape(registered).replace(re.escape("{runs}"), r"\S+"), command)
                for registered in study.commands)
 

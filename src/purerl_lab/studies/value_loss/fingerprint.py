@@ -94,8 +94,9 @@ def value_loss_part(fp: Fingerprint, command: str, part: str | None = None) -> N
         fp.probe("paired differences", paired_probe)
     if part in published.REPLICATIONS:  # the same setting on disjoint seeds
         fp.input("replication seeds", {"start": value_loss.REPLICATION_SEED_START})
-        member_keys(fp, make_members(list(range(value_loss.REPLICATION_SEED_START, value_loss.REPLICATION_SEED_START
-                                                + max(args.seeds, args.transfer_seeds or 0))), HyperParams()))
+        fresh = make_members(list(range(value_loss.REPLICATION_SEED_START, value_loss.REPLICATION_SEED_START
+                                        + max(args.seeds, args.transfer_seeds or 0))), HyperParams())
+        fp.program("replication member keys", fresh.keys)
     if args.tuned_l2 and published.REPLICATIONS.get(part, part) == "5x_budget":  # beside L2 tuned at 5x
         runs_5x = min(args.tune_runs or tuning.RUNS, value_loss_record.TUNE_RUNS_5X)
         fp.input("tuning at 5x", {"grid": list(tuning.GRID), "runs": runs_5x})
