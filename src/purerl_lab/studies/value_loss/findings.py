@@ -144,7 +144,8 @@ def against_tuned(record: dict) -> list[str]:
     rows = {name: d["tuned_l2"] for name, d in paired.items() if "tuned_l2" in d}
     if not tuned or not rows:
         return []
-    verdicts = {name: replicated.verdict_of(record, "training_budget", name, "tuned_l2") for name in rows}
+    family = {c.key: c for c in replicated.comparisons(record)}  # the family once, not once per learned loss
+    verdicts = {name: family.get(("training_budget", name, "tuned_l2")) for name in rows}
     held = [f"`{name}`" for name, c in verdicts.items() if c and c.verdict == "better"]
     n = next(iter(rows.values()))["n"]
     judged = "; ".join(f"`{name}` {_both(record, name, 'tuned_l2')}" + _replicated_words(verdicts[name])

@@ -77,7 +77,3 @@ def headline(record: dict) -> list[str]:
                     + (f"; {pending} more hold on the study's seeds and wait for their replication" if pending else "")
                     + ".")
     return replication.summary(judged, [key for key in QUESTIONS if key in by_key], [" ".join(sentence)])
-
-
-def verdict_of(record: dict, setting: str, name: str, other: str) -> replication.Comparison | None:
-    return next((c for c in comparisons(record) if c.key == (setting, name, other)), None)
