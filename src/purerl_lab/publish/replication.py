@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from purerl import stats
 
+FRESH_SEED_START = 70_000  # a replication's first seed: past every seed a study of ours trains or evaluates on
 START, END = "<!-- summary: the document's answers -->", "<!-- /summary -->"
 WORDS = {"better": "**yes, replicated**", "worse": "**the opposite, replicated**",
          "not replicated": "not replicated", "not resolved": "not resolved", "replication pending": "replication pending"}
