@@ -46,8 +46,8 @@ def lines(evaluations: dict[str, tuple[str, dict]], pairs: dict[str, list[tuple[
     judged = comparisons(evaluations, pairs)
     rows = sorted((c.key for c in judged if c.key[2] == BASELINES[0] or c.key[0] == "test-time"
                    and c.key[2] != "random shaper"), key=lambda key: key != PRIMARY)
-    words = [replication.headline(judged, f"Does the evolved anti adversary lower the victim's return against no "
-                                  f"messages ({PRIMARY[0]}, {PRIMARY[1]}; the question named in advance)?",
+    words = [replication.headline(judged, f"Does the evolved anti adversary ({PRIMARY[1]}) lower the victim's "
+                                  f"return against no messages, {PRIMARY[0]} (the question named in advance)?",
                                   {"better": "higher", "worse": "lower"}),
              "Each row: the mean over fresh victims of the per-victim difference, the first condition minus the "
              "second, on the same victim seeds (train time: the victim's mean episode return over its training; "
