@@ -1,6 +1,7 @@
-"""The generated words that open a published document: its provenance, part by part, from the manifest
+"""The generated words that open or close a published document: its provenance, part by part, from the manifest
 (`provenance` records it), the block of deliberate differences from the authors' code, and the notice and marks
-of stale or missing parts, which `purerl results --check --mark` (`staleness`) keeps current.
+of stale or missing parts, which `purerl results --check --mark` (`staleness`) keeps current. A document that opens
+with its summary (`replication.summary`) gives the first two after its results (`footer`), the notice still first.
 
 Names are read through `provenance`, so a test that points provenance at a toy study points this at it too.
 """
@@ -17,6 +18,15 @@ from purerl_lab.publish import differences, provenance
 def header(report: Path, study_name: str) -> list[str]:
     """The document's opening words: its stale notice, its deliberate differences and its provenance."""
     return [*notice(report, study_name), *differences.block(study_name), *provenance_lines(report, study_name)]
+
+
+def footer(report: Path, study_name: str) -> list[str]:
+    """What follows a document's results, for a reader who wants to know how they were made: its deliberate
+    differences from the authors' code and its provenance, under one heading."""
+    return [FOOTER, "", *differences.block(study_name), *provenance_lines(report, study_name)]
+
+
+FOOTER = "## Differences from the authors' code and provenance"
 
 
 def notice(report: Path, study_name: str) -> list[str]:
