@@ -142,9 +142,9 @@ def _record(env, fresh, means, rng):
 
 
 @pytest.mark.parametrize("fresh_means, verdict, answer", [
-    ((-70.0, -80.0, -90.0), "better", "Yes: by +"),
+    ((-70.0, -80.0, -90.0), "better", "Yes on both seed sets: +"),
     ((-90.0, -90.0, -90.0), "not replicated", "Not on fresh seeds"),
-    (None, "replication pending", "its replication on fresh seeds has not run"),
+    (None, "replication pending", "not replicated yet (its fresh seeds have not run)"),
 ])
 def test_the_summary_makes_a_verdict_only_where_the_fresh_seeds_agree(fresh_means, verdict, answer):
     rng = np.random.default_rng(0)

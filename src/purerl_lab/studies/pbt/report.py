@@ -64,26 +64,9 @@ def comparisons(records: list[dict]) -> list[replication.Comparison]:
 
 def headline(judged: list[replication.Comparison]) -> str:
     """The plain sentence under the summary table: the primary question's answer, then what else replicated."""
-    by_key = {c.key: c for c in judged}
-    primary = by_key.get(PRIMARY)
-    lines = []
-    if primary is not None:
-        study = stats.describe_paired(primary.study)
-        fresh = stats.describe_paired(primary.fresh) if primary.fresh else None
-        answer = {
-            "better": f"Yes: by {study} on the study's seeds and {fresh} on fresh ones.",
-            "worse": f"No, the opposite: by {study} on the study's seeds and {fresh} on fresh ones.",
-            "not replicated": f"Not on fresh seeds: the study's seeds gave {study}, the fresh ones {fresh}.",
-            "not resolved": f"Not resolved: the study's seeds give {study}"
-                            + (f", the fresh ones {fresh}." if fresh else "."),
-            "replication pending": f"On the study's seeds, by {study}; its replication on fresh seeds has not run."}
-        lines.append(f"Does PBT beat the preset's hyperparameters on {PRIMARY[0]} (the question named in advance; "
-                     f"the selected member's evaluated return, paired by repetition)? {answer[primary.verdict]}")
-    others = [c for c in judged if not c.primary]
-    held = [f"{c.question.rstrip('?')} ({c.verdict})" for c in others if replication.bold(c)]
-    lines.append(f"Of the other {len(others)} comparisons, {len(held)} replicate" + (f": {'; '.join(held)}." if held
-                                                                                     else "."))
-    return " ".join(lines)
+    question = (f"Does PBT beat the preset's hyperparameters on {PRIMARY[0]} (the question named in advance; the "
+                "selected member's evaluated return, paired by repetition)?")
+    return replication.headline(judged, question, {"better": "yes", "worse": "no, the preset's values do better"})
 
 
 def write_report(report: Path) -> Path:
