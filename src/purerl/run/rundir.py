@@ -86,6 +86,9 @@ def check_writable(out: Path) -> None:
     """Refuse a destination that cannot be created or written (a file in its path, no permission, read-only)."""
     ancestor = out
     while not ancestor.exists():
+        if ancestor.is_symlink():  # a link to nothing: creating the folder would fail with "File exists"
+            raise ConfigError(f"cannot create {out}: {ancestor} is a link to {os.readlink(ancestor)}, which does not "
+                              "exist; remove the link or choose another path")
         if ancestor.parent == ancestor:
             break
         ancestor = ancestor.parent
