@@ -107,7 +107,7 @@ def _from_env_id(env_id, env, objective, value_loss, observe, network, algo, pre
 def train(train, out: str | Path, *, seeds: int | Sequence[int] = 1, grid: dict[str, Sequence[float]] | None = None,
         hyperparams=None, meta_params=None, resume: bool | str = False, overwrite: bool = False,
         log: Sequence[str] = (), progress: bool = True, checkpoint_every_s: float = 60.0,
-        chunk_updates: int | None = None) -> dict[str, Any] | None:
+        chunk_updates: int | None = None, final_eval_episodes: int | None = None) -> dict[str, Any] | None:
     """Train `train` on every seed x grid setting, writing the run directory `out` as `purerl train` does.
 
     `train` is any train function of a registered algorithm (`PPO`, `DQN`, ... or what `make_train` returns),
@@ -120,7 +120,10 @@ def train(train, out: str | Path, *, seeds: int | Sequence[int] = 1, grid: dict[
     rerunning a script continues it) and `log` ("tensorboard", "wandb") follow the command line's rules, in the
     same function. config.json names what it cannot hold (a Python hook by its module and name, given
     meta-parameters by their hash), so a resume with another hook or other meta-parameters is refused; a hook
-    edited under the same name is not noticed. Returns the summary (None if stopped early).
+    edited under the same name is not noticed. `final_eval_episodes` is `--final-eval-episodes`: when training
+    ends, every member's greedy policy plays that many fresh full-length episodes, recorded as the summary's
+    `final_eval` (0: none; None: a replay learner's run, DQN's, SAC's or TD3's, is evaluated on 10, another's not).
+    Returns the summary (None if stopped early).
     """
     from purerl.run import experiment
     from purerl.run.trainspec import check_types
@@ -154,7 +157,8 @@ def train(train, out: str | Path, *, seeds: int | Sequence[int] = 1, grid: dict[
         meta_params = train.meta_params
     return experiment.run(spec, Path(out), resume=resume, overwrite=overwrite, progress=progress,
                           chunk_updates=chunk_updates, checkpoint_every_s=checkpoint_every_s,
-                          log=list(log), train=algorithm, meta_params=meta_params)
+                          log=list(log), train=algorithm, meta_params=meta_params,
+                          final_eval_episodes=final_eval_episodes)
 
 
 def _check_session(chunk_updates, checkpoint_every_s) -> None:

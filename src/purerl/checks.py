@@ -139,6 +139,7 @@ MAX_INT32 = 2**31 - 1  # loop counters and array sizes inside one XLA program
 MAX_DIMENSION = 2**24  # no env count, rollout length or layer width beyond this is a real setting
 MAX_MEMBERS = 2**20  # seeds x grid settings in one population: far beyond what fits one machine's memory
 MAX_SEED = 2**32 - 1  # a seed is one uint32 PRNG key
+MAX_EPISODES = 2**20  # episodes per member in one evaluation: beyond it only a memory error (or an abort)
 
 
 # Bounds of a traced hyperparameter: (low, high, text), the value must lie in (low, high].

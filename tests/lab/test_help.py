@@ -80,6 +80,7 @@ def test_settings_show_each_algorithms_default():
     assert "default: ppo 4, dqn 10, pqn 32, sac/td3 1" in shown["--num-envs"]
     assert "default: 0.99" in shown["--gamma"] and "default: ppo/pqn on, dqn off" in shown["--anneal-lr"]
     assert "default: 60.0" in shown["--checkpoint-every"] and "default: ppo" in shown["--algo"]
+    assert "(default: ppo/pqn 0, dqn/sac/td3 10)" in shown["--final-eval-episodes"]
 
 
 def test_compare_lists_and_accepts_only_ppos_settings(capsys):

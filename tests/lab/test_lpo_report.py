@@ -106,7 +106,7 @@ def test_the_lpo_section_says_not_reproduced_when_no_paired_ci_is_above_zero(tmp
     text = _render(tmp_path, _training_task_record(ppo, ppo + np.where(np.arange(16) % 2, 6.0, -4.0)))
     assert "over the last 10: 180.0 (std 0.0); PPO's on the same fitness (below): 185.0 [" in text
     assert "| lpo-es0 | 186.0 [" in text and "| ppo | 185.0 [" in text
-    assert "**LPO: not reproduced at this budget**: no evolved drift is ahead of PPO on its own training task" in text
+    assert "LPO, not reproduced at this budget: no evolved drift is ahead of PPO on its own training task" in text
     assert "lpo-es0 +1.0 [" in text and "lpo-es0 from 100.0 to 180.0; PPO itself scores 185.0 [" in text
     assert "mean return over all 8 updates" in text and "ahead of PPO on its training task" not in text
 
@@ -114,7 +114,8 @@ def test_the_lpo_section_says_not_reproduced_when_no_paired_ci_is_above_zero(tmp
 def test_the_lpo_section_says_ahead_when_a_paired_ci_is_above_zero(tmp_path):
     ppo = np.linspace(150.0, 220.0, 16)
     text = _render(tmp_path, _training_task_record(ppo, ppo + np.where(np.arange(16) % 2, 6.0, 2.0)))
-    assert "**LPO: ahead of PPO on its training task**: lpo-es0 (paired 95% CI above zero; lpo-es0 +4.0 [" in text
+    assert ("LPO ahead of PPO on its training task, on the study's seeds: lpo-es0 (paired 95% CI above zero; "
+            "lpo-es0 +4.0 [") in text
     assert "not reproduced" not in text
 
 
@@ -126,16 +127,17 @@ def test_ahead_on_one_of_several_drifts_says_how_many_were_tested(tmp_path):
                                        "fitness_auc": stats.summarize(ppo + np.where(np.arange(16) % 2, 6.0, -6.0))}
     _evolution(tmp_path / "dpo" / "lpo" / "es1")
     text = _render(tmp_path, record)
-    assert ("**LPO: ahead of PPO on its training task**: lpo-es0 (paired 95% CI above zero for 1 of the 2 drifts, "
+    assert ("LPO ahead of PPO on its training task, on the study's seeds: lpo-es0 (paired 95% CI above zero for 1 "
+            "of the 2 drifts, "
             "each interval 95% on its own, not widened for testing 2; lpo-es0 +4.0 [") in text
 
 
 def test_few_seeds_give_no_verdict_and_an_old_record_asks_for_its_part_to_be_regenerated(tmp_path):
     few = np.array([150.0, 160.0, 170.0])
-    assert "**LPO: not judged**: below 10 seeds a difference has no CI (lpo-es0 +30.0 (n=3, no CI))" in _render(
+    assert "LPO, not judged: below 10 seeds a difference has no CI (lpo-es0 +30.0 (n=3, no CI))" in _render(
         tmp_path / "few", _training_task_record(few, few + 30.0))
     old = _render(tmp_path / "old", _training_task_record(np.linspace(150.0, 220.0, 16), None))
-    assert "PPO's on the same fitness (below): not recorded" in old and "LPO: not" not in old
+    assert "PPO's on the same fitness (below): not recorded" in old and "LPO, not" not in old
     assert "is not in the record of CartPole-v1 at 1,024 env steps per run: it was made before" in old
     assert "Regenerate the CartPole-v1 part" in old
     elsewhere = _training_task_record(np.linspace(150.0, 220.0, 16), None) | {"total_timesteps": 2048}

@@ -460,7 +460,7 @@ def test_table_commits_its_agents_and_evaluate_replays_them_exactly(tmp_path, mo
     in test_the_whole_tiny_table_trains_every_pairing_and_its_agents_replay, slow)."""
     _fake_training(monkeypatch, 0.25, train_vs_nl=True)
     record = table.run_table(TINY, [0, 1], tmp_path / "mfos.md", ("ipd",), "tiny", argv=None, log=lambda *_: None)
-    assert record["games"]["ipd"]["rows"]["mfos vs nl"]["final_by_seed"] != [0.25, 0.25]  # trained, not a stand-in
+    assert record["games"]["ipd"]["rows"]["mfos vs nl"]["final_by_seed"] != [[0.25, 0.25]] * 2  # trained, not a stand-in
     check_table_agents_replay(tmp_path, capsys, record)
 
 
@@ -491,7 +491,7 @@ def _fake_training(monkeypatch, value: float, train_vs_nl: bool = False):
     policy = {"late_meta_steps": 10, "policy_test": fit, "payoff_fit": fit, "payoffs_RSTP": IPD_RSTP,
               "late_rewards": {"mfos": value, "opponent": value},
               **{k: dict.fromkeys(report.POLICY_LABELS, 0.5) for k in ("mfos_policy", "opponent_policy")}}
-    result = {"final": dict.fromkeys(("mfos", "opponent", "agent0", "agent1"), cell), "final_by_seed": [value] * 2,
+    result = {"final": dict.fromkeys(("mfos", "opponent", "agent0", "agent1"), cell), "final_by_seed": [[value, value]] * 2,
               "run_s": 1.0, "compile_s": 1.0, "params": {"w": np.zeros(2)}, "analysis": policy,
               "analysis_greedy": policy, "trajectory": None}
     rows = {f"{a} vs nl": {"final": {"shaper": cell, "opponent": cell}} for a in ("nl", "lola")}

@@ -12,7 +12,8 @@ from cli_run import run_cli
 from purerl.cli import main
 from purerl.algos import registry
 from purerl.algos.ppo_config import HyperParams, PPOConfig
-from purerl_lab.publish import catalog, fingerprint, provenance
+from purerl_lab.publish import catalog, fingerprint, provenance, replication
+from purerl_lab.studies.pbt import report
 from purerl.run import pbt, stopping
 from purerl.run.pbt_config import PBTConfig, parse_explore
 from purerl.run.population import Placement, make_members
@@ -46,16 +47,18 @@ def test_random_search_samples_pbts_priors_once_and_never_copies_or_changes_them
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    """The study on CartPole-v1 at a tiny budget, cut after its first chunk and resumed."""
+    """The study on CartPole-v1 at a tiny budget, cut after its first chunk and resumed, then its replication."""
     root = tmp_path_factory.mktemp("pbt-study")
     argv = [str(a) for a in ("pbt-study", *TINY, "--runs-dir", root / "runs", "--report", root / "results" / "pbt.md")]
     with stopping.cut_after(1):
         cut = main(argv)
-    return root, cut, main([*argv, "--resume"])
+    resumed = main([*argv, "--resume"])
+    before = (root / "results" / "pbt.md").read_text()
+    return root, cut, resumed, before, main([*argv, "--fresh-seeds"])
 
 
 def test_the_study_writes_its_document_through_provenance_after_a_cut_and_resume(study):
-    root, cut, resumed = study
+    root, cut, resumed, _, _ = study
     assert cut == 0 and resumed == 0
     runs = root / "runs" / "CartPole-v1"
     assert sorted(p.name for p in runs.iterdir() if p.is_dir()) == [
@@ -66,7 +69,9 @@ def test_the_study_writes_its_document_through_provenance_after_a_cut_and_resume
     assert text.startswith("# Population-based training") and "do not edit by hand" in text
     assert "- **CartPole-v1**: `purerl pbt-study --env CartPole-v1" in text
     assert "| PBT |" in text and "| random search |" in text and "| preset defaults |" in text
-    assert "PBT does not beat random search here (no CI: fewer than 10 repetitions" in text
+    assert text.index(replication.START) < text.index("Design.") < text.index("## Provenance")
+    assert "| PBT against random search on CartPole-v1? |" in text and "(n=2, no CI)" in text
+    assert "| not resolved |" in text and "**yes" not in text  # 2 repetitions give no CI, so no verdict
     part = json.loads((root / "results" / "manifest.json").read_text())["pbt.md"]["parts"]["CartPole-v1"]
     assert part["budget"]["population"] == 4 and part["budget"]["seeds"] == list(range(8)) and part["repetitions"] == 2
     record = json.loads((root / "results" / "pbt" / "CartPole-v1.json").read_text())
@@ -74,6 +79,7 @@ def test_the_study_writes_its_document_through_provenance_after_a_cut_and_resume
     for method in ("pbt", "random", "default"):
         reps = record["methods"][method]["repetitions"]
         assert [r["seed"] // 4 for r in reps] == [0, 1]  # each repetition's best member is one of its own seeds
+        assert [r["run_dir"] for r in reps] == [f"CartPole-v1/{method}-rep{r}" for r in (0, 1)]  # no machine path
     default = record["methods"]["default"]["repetitions"][0]["hyperparams"]
     assert default["lr"] == pytest.approx(record["defaults"]["lr"])
 
@@ -87,6 +93,7 @@ def test_the_study_writes_its_document_through_provenance_after_a_cut_and_resume
     (["--resume", "--overwrite"], "--resume and --overwrite exclude each other"),
     (["--repetitions", "1000000000"], "3,000,000,000 runs' records, held at once as the study starts, need at least"),
     (["--episodes", "1000000000"], "1,000,000,000 episodes of up to 500 steps need at least"),  # was a MemoryError
+    (["--fresh-seeds", "--seed", "3"], "--fresh-seeds chooses the seeds"),
 ])
 def test_bad_study_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, extra, message):
     code, _, err = run_cli(capsys, "pbt-study", *TINY, *extra, "--runs-dir", tmp_path / "runs",
@@ -97,10 +104,61 @@ def test_bad_study_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path,
 
 def test_the_registered_commands_parse_resume_and_fingerprint_each_part():
     study = catalog.STUDIES["pbt"]
-    assert fingerprint.covered("pbt") and set(study.parts) == {"Pendulum-v1", "Acrobot-v1"}
+    assert fingerprint.covered("pbt") and set(study.parts) == {
+        "Pendulum-v1", "Acrobot-v1", "fresh_Pendulum-v1", "fresh_Acrobot-v1"}
     for part in study.parts:
         (command,) = fingerprint.part_commands("pbt", part)
+        assert command.endswith("--fresh-seeds") == part.startswith("fresh_") and part.endswith(
+            command.split("--env ")[1].split()[0])
         assert study.resume_rule(command) == "always" and provenance.listed(study, command.format(runs="x"))
         record = fingerprint.components("pbt", part)
         assert {"program member run", "program pbt round", "program random start", "program greedy evaluation",
                 "host selection"} <= record["components"].keys()
+
+
+def test_the_replication_runs_on_fresh_seeds_and_episodes_into_its_own_part(study):
+    root, _, _, before, fresh = study
+    assert fresh == 0
+    assert sorted(p.name for p in (root / "runs" / "fresh-CartPole-v1").iterdir() if p.is_dir()) == [
+        f"{m}-rep{r}" for m in ("default", "pbt", "random") for r in (0, 1)]
+    record = json.loads((root / "results" / "pbt" / "fresh_CartPole-v1.json").read_text())
+    assert record["fresh_seeds"] and record["seeds"] == list(range(70_000, 70_008))
+    first = json.loads((root / "results" / "pbt" / "CartPole-v1.json").read_text())
+    assert not first["fresh_seeds"]
+    assert (record["methods"]["default"]["repetitions"][0]["evaluated_return"]
+            != first["methods"]["default"]["repetitions"][0]["evaluated_return"])
+    parts = json.loads((root / "results" / "manifest.json").read_text())["pbt.md"]["parts"]
+    assert set(parts) == {"CartPole-v1", "fresh_CartPole-v1"}
+    text = (root / "results" / "pbt.md").read_text()
+    assert "Fresh seeds (70000-70007):" in text and "Fresh seeds" not in before
+    row = next(line for line in text.splitlines() if line.startswith("| PBT against random search on CartPole-v1?"))
+    assert row.count("(n=2, no CI)") == 2  # both seed sets, paired by repetition
+    assert (root / "results" / "pbt" / "fresh_CartPole-v1.png").is_file()
+
+
+def _record(env, fresh, means, rng):
+    return {"env": env, "fresh_seeds": fresh, "methods": {
+        method: {"repetitions": [{"repetition": r, "evaluated_return": float(v)}
+                                 for r, v in enumerate(rng.normal(mean, 5.0, 10))]}
+        for method, mean in zip(("pbt", "random", "default"), means)}}
+
+
+@pytest.mark.parametrize("fresh_means, verdict, answer", [
+    ((-70.0, -80.0, -90.0), "better", "Yes: by +"),
+    ((-90.0, -90.0, -90.0), "not replicated", "Not on fresh seeds"),
+    (None, "replication pending", "its replication on fresh seeds has not run"),
+])
+def test_the_summary_makes_a_verdict_only_where_the_fresh_seeds_agree(fresh_means, verdict, answer):
+    rng = np.random.default_rng(0)
+    records = [_record("Acrobot-v1", False, (-70.0, -80.0, -90.0), rng),
+               _record("Pendulum-v1", False, (-160.0, -160.0, -160.0), rng)]
+    if fresh_means:
+        records.append(_record("Acrobot-v1", True, fresh_means, rng))
+    judged = report.comparisons(records)
+    assert [c.key for c in judged][0] == report.PRIMARY and judged[0].primary  # the headline's question first
+    assert judged[0].verdict == verdict and judged[0].adjusted_p is None
+    assert all(c.adjusted_p is not None for c in judged[1:]) and len(judged) == 6  # the rest Holm-corrected
+    unreplicated = [c for c in judged if c.key[0] == "Pendulum-v1"]  # no fresh record: never a verdict
+    assert {c.verdict for c in unreplicated} <= {"not resolved", "replication pending"}
+    assert not any(replication.bold(c) for c in unreplicated)
+    assert answer in report.headline(judged)

@@ -261,12 +261,15 @@ def test_a_seed_that_is_not_finite_gives_no_interval_and_is_named():
     assert stats.describe(s).endswith("(n=12, 1 not finite, no CI)")
     assert stats.separation(s, stats.summarize(np.arange(12.0) + 100)) == 0
     assert stats.not_finite(s) and not stats.not_finite(stats.summarize(np.arange(12.0)))
-    from purerl_lab.studies.pbt import design as pbt_design
+    from purerl_lab.studies.pbt import report as pbt_report
     from purerl_lab.studies.versus import design as versus_design
 
     other = stats.summarize(np.arange(12.0))
     assert versus_design.verdict(s, other, "A", "B").endswith("(no CI: a seed's value is not finite (diverged))")
-    assert "a repetition's value is not finite" in pbt_design.verdict(s, other, "A", "B")
+    reps = lambda xs: {"repetitions": [{"repetition": r, "evaluated_return": x} for r, x in enumerate(xs)]}  # noqa: E731
+    record = {"env": "Acrobot-v1", "methods": {"pbt": reps(values), "random": reps(values), "default": reps(values + 1)}}
+    primary = pbt_report.comparisons([record])[0]  # a diverged repetition: no interval, so no verdict
+    assert primary.verdict == "not resolved" and "(n=12, no CI)" in pbt_report.headline([primary])
     d = stats.paired_difference(values, np.zeros(12))
     assert not d["ci_valid"] and d["verdict"] == "not distinguishable"
 

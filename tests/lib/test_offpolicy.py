@@ -31,6 +31,7 @@ def test_resume_after_interruption_equals_uninterrupted_run_over_four_seeds(algo
     spec = TrainSpec(config=config, hyperparams=hp, seeds=[0, 1, 2, 3], algo=algo)  # the grid test's programs
     full = assert_resume_is_bit_exact(spec, tmp_path)
     assert full["diverged"] == []
+    assert "final_eval" not in full  # `experiment.run` as the studies call it: no evaluation unless asked
     header = (tmp_path / "full" / "metrics.csv").read_text().splitlines()[0]
     assert "critic_loss" in header and "actor_loss" in header
 

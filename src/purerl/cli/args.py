@@ -126,10 +126,13 @@ def seed(text: str) -> int:
     return value
 
 
-def at_most(limit: int, kind=None):
-    """A positive integer up to `limit`: a count beyond it only ends in a memory error or a run that never ends."""
+def at_most(limit: int, kind=None, zero: bool = False):
+    """A positive integer (or with `zero` 0 too, a count that turns something off) up to `limit`: a count beyond it
+    only ends in a memory error or a run that never ends."""
     def parse(text: str) -> int:
-        value = positive(kind or integer)(text)
+        value = (kind or integer)(text) if zero else positive(kind or integer)(text)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got '{text}'")
         if value > limit:
             raise argparse.ArgumentTypeError(f"expected at most {limit:,}, got '{text}'")
         return value

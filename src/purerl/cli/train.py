@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from purerl.cli.args import (add_distributed_flags, add_pbt_flags, add_train_flags, at_most, default_out,
-                             finite_float, is_writer, join_processes, path, positive, seed, with_pbt)
-from purerl.checks import ConfigError, seed_range
+                             default_text, finite_float, is_writer, join_processes, path, positive, seed, with_pbt)
+from purerl.checks import MAX_EPISODES, ConfigError, seed_range
 from purerl.run import files, rundir
 
 EVAL_REPORT = "eval.json"
@@ -47,13 +47,24 @@ def add_train(sub, algo: str | None = None) -> None:
     wandb.add_argument("--wandb-tags", metavar="A,B", help="comma-separated W&B tags (WANDB_TAGS)")
     train.add_argument("--config", type=path, metavar="RUN/config.json",
                        help="rerun exactly the experiment recorded there; other flags replace single fields")
+    chosen = [ALGORITHMS[algo]] if algo in ALGORITHMS else list(ALGORITHMS.values())
+    train.defer_help(train.add_argument("--final-eval-episodes", type=at_most(MAX_EPISODES, zero=True), metavar="N"),
+                     lambda: final_eval_help(chosen))  # its rule's module loads scipy: only when help is shown
 
     add_pbt_flags(train)
     add_distributed_flags(train)
     train.set_defaults(run=cmd_train)
 
 
-MAX_EPISODES = 2**20  # episodes per member in one evaluation: beyond it only a memory error (or an abort)
+def final_eval_help(algorithms) -> str:
+    """--final-eval-episodes' help, with each algorithm's default by `final_eval.default_episodes`."""
+    from purerl.run import final_eval
+
+    defaults = default_text({a.name: str(final_eval.default_episodes(a.config)) for a in algorithms})
+    return ("when training ends, play every agent's greedy policy on N fresh full-length episodes and record their "
+            "mean return in summary.json (final_eval) and the table beside the training window's; 0: none. By "
+            "default a replay learner's run (one with --learning-starts) is evaluated, since its training episodes "
+            f"are its exploration's and, in a short run, early learning's ({defaults})")
 
 
 def add_eval(sub) -> None:
@@ -98,8 +109,8 @@ def members_in_flags(args: argparse.Namespace) -> int:
 
 # Flags that say how this session runs, not what it trains: `--resume` with no others continues the run as recorded.
 WANDB_FLAGS = ("project", "entity", "group", "tags")
-SESSION_FLAGS = {"out", "resume", "no_progress", "checkpoint_every", "log", "coordinator", "num_processes",
-                 "process_id", *(f"wandb_{name}" for name in WANDB_FLAGS)}
+SESSION_FLAGS = {"out", "resume", "no_progress", "checkpoint_every", "log", "final_eval_episodes", "coordinator",
+                 "num_processes", "process_id", *(f"wandb_{name}" for name in WANDB_FLAGS)}
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -128,7 +139,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = experiment.run(
         spec, out, resume=args.resume, overwrite=args.overwrite,
         progress=not args.no_progress, checkpoint_every_s=args.checkpoint_every, log=args.log,
-        wandb_flags=wandb_flags,
+        wandb_flags=wandb_flags, final_eval_episodes=args.final_eval_episodes,
     )
     if is_writer():
         print_summary(out, summary)
@@ -137,29 +148,27 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def print_summary(out: Path, summary: dict) -> None:
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
-
-    from purerl import stats
 
     window = summary.get("final_return_window_env_steps")
     steps = f", env steps {window[0]:,}-{window[1]:,} of each agent" if window else ""
     table = Table(title=f"{summary['env']}: final return (mean of the last {summary['final_return_window_updates']} "
                         f"updates{steps})")
-    for column in ("setting", "seeds", "mean", "IQM [95% CI] or per seed"):
+    evaluated = summary.get("final_eval")
+    columns = ("mean", "IQM [95% CI] or per seed")
+    for column in ("setting", "seeds", *columns, *(f"{evaluated['policy']} eval {c}" for c in columns if evaluated)):
         table.add_column(column)
     diverged = summary.get("diverged") or []
     for label, s in summary["final_return_by_setting"].items():
         bad = sum(1 for m in diverged if label == "default" or m.startswith(f"{label},"))
         seeds = f"{s['n']} ({bad} diverged)" if bad else str(s["n"])
-        if s["mean"] is None and not bad:
-            table.add_row(label, seeds, "no episode ended", "")
-        elif s["mean"] is None:
-            table.add_row(label, seeds, "not finite", escape(stats.describe(s)))
-        else:
-            table.add_row(label, seeds, f"{s['mean']:.1f}", escape(stats.describe(s)))
+        table.add_row(label, seeds, *_cells(s, no_episode=not bad), *(_cells(evaluated["return_by_setting"][label]) if evaluated else ()))
     console = Console()
     console.print(table)
+    if evaluated:
+        console.print(f"{evaluated['policy']} eval: each agent's policy after its {evaluated['after_env_steps']:,} "
+                      f"env steps, {evaluated['episodes']:,} fresh episodes each (to their end or the time limit "
+                      f"of {evaluated['time_limit']:,} steps)")
     speed = f"{summary['env_steps_per_s']:,.0f} env steps/s" if summary.get("env_steps_per_s") else "speed not measured"
     console.print(f"{summary['members']} agents x {summary.get('env_steps_per_member', 0):,} env steps; "
                   f"compile {summary['compile_s']:.1f} s, run {summary['run_s']:.1f} s, {speed}")
@@ -172,11 +181,24 @@ def print_summary(out: Path, summary: dict) -> None:
                   "checkpoint/)")
     starts = summary.get("learning_starts")
     if window and starts is not None and window[0] < 3 * starts:  # a short off-policy run: early learning's returns
+        played = "the eval columns play" if evaluated else f"`purerl eval {out}` plays"
         console.print(f"note: learning began at env step {starts:,}, so this window's returns are still those of "
-                      f"early learning (and of its exploration); `purerl eval {out}` plays the trained policy")
+                      f"early learning (and of its exploration); {played} the trained policy")
     if diverged:
         print(f"purerl: warning: {len(diverged)} of {summary['members']} members diverged (non-finite loss, episode "
               f"return or parameters): {', '.join(diverged[:4])}{', ...' if len(diverged) > 4 else ''}", file=sys.stderr)
+
+
+def _cells(s: dict, no_episode: bool = False) -> tuple[str, str]:
+    """A summarised return's mean and 'IQM [CI]' (or per-seed values) cells; where its mean is None, "no episode
+    ended" (`no_episode`) or "not finite" beside the per-seed values that say which seed."""
+    from rich.markup import escape
+
+    from purerl import stats
+
+    if s["mean"] is None:
+        return ("no episode ended", "") if no_episode else ("not finite", escape(stats.describe(s)))
+    return f"{s['mean']:.1f}", escape(stats.describe(s))
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ same numbers as an uninterrupted one.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import numpy as np
 from purerl import stats
 from purerl.version import __version__
 from purerl.algos import loop, registry
-from purerl.run import log_backends, loggers, pbt, pbt_files, results, rundir
+from purerl.run import final_eval, log_backends, loggers, pbt, pbt_files, results, rundir
 from purerl.run.chunks import Checkpoints, run_chunks
 from purerl.run.population import Members, Placement, vmapped
 from purerl.runtime.distributed import barrier, is_writer
@@ -54,6 +55,7 @@ def run(
     wandb_flags: dict[str, str | None] | None = None,
     evaluate_at: tuple[int, ...] = (),
     on_evaluate=None,
+    final_eval_episodes: int | None = 0,
 ) -> dict[str, Any] | None:
     """Train every member, writing the run directory. Returns the summary (None if a test cut it short:
     `stopping.cut_after`).
@@ -65,9 +67,13 @@ def run(
     After each update in `evaluate_at` a chunk ends and `on_evaluate(update, params, obs_stats, hyperparams)` gets
     every member's (on the host, leading axis the members) before that checkpoint is saved; a resumed run calls it
     again for the updates it computes again, with the same numbers.
+    `final_eval_episodes`: the greedy evaluation of every member's final policy recorded in the summary
+    (`final_eval.py`): 0 none (the studies, which score their own way), None by the rule `purerl train` and
+    `purerl.train` apply (`final_eval.default_episodes`). A finished run resumed keeps its summary, evaluated or not.
     """
     out = Path(out)
     members = spec.validate(train)
+    final_eval.check(final_eval_episodes)
     num_updates = spec.config.num_updates
     chunk = (spec.pbt.chunk(num_updates, chunk_updates) if spec.pbt is not None
              else chunk_updates or max(1, math.ceil(num_updates / 25)))
@@ -131,7 +137,7 @@ def run(
         chunk_log.close_in_background()  # W&B's finish overlaps the outputs below
         if finished is None:
             return None
-        return _finish(spec, members, train, placement, out, finished, init_s, writer)
+        return _finish(spec, members, train, placement, out, finished, init_s, writer, final_eval_episodes)
     finally:
         chunk_log.close()
 
@@ -141,9 +147,11 @@ def trained(state):
     return state.train if isinstance(state, pbt.PBTState) else state
 
 
-def _finish(spec, members: Members, train, placement, out: Path, finished, init_s: float, writer: bool) -> dict:
-    """The summary, and (on the writing process) metrics.csv, summary.json and curves.png of a finished run
-    (and a PBT run's pbt.csv and pbt.png)."""
+def _finish(spec, members: Members, train, placement, out: Path, finished, init_s: float, writer: bool,
+            episodes: int | None) -> dict:
+    """The summary, with the greedy evaluation of `episodes` episodes per member (None: by the rule, 0: none), and
+    (on the writing process) metrics.csv, summary.json and curves.png of a finished run (and a PBT run's pbt.csv and
+    pbt.png)."""
     cfg, n = train.config, len(members)
     population, timing = finished
     state = trained(population)
@@ -152,6 +160,10 @@ def _finish(spec, members: Members, train, placement, out: Path, finished, init_
     previous = out / results.SUMMARY
     if timing["first"] == cfg.num_updates and previous.exists():  # resuming a finished run: its summary stands
         summary = results.read_summary(out)
+        evaluated = (summary.get("final_eval") or {}).get("episodes", 0)
+        if writer and episodes is not None and episodes != evaluated:  # asked for another evaluation: say why not
+            print(f"purerl: {out} had finished, so its summary stands ({evaluated or 'no'} final evaluation "
+                  f"episodes per member); `purerl eval {out} --episodes N` evaluates its policies", file=sys.stderr)
     else:
         summary = _summary(spec, members, metrics, init_s + timing["compile_s"], timing["run_s"])
         summary["resumed_from_update"] = timing["first"]
@@ -162,6 +174,12 @@ def _finish(spec, members: Members, train, placement, out: Path, finished, init_
         if spec.pbt is not None:
             final = results.final_returns(metrics["episode_return"], metrics["episodes"])
             summary["pbt"] = pbt_files.summary(record, spec.pbt, members.seeds, final)
+        if episodes is None:
+            episodes = final_eval.default_episodes(cfg)
+        if episodes:  # a PBT member acts with the hyperparameters it was last trained with
+            hp = placement.get(population.hp, n) if spec.pbt is not None else members.hyperparams.as_arrays()
+            summary["final_eval"] = final_eval.evaluate(train, members, *placement.get(
+                (state.params, state.obs_stats), n), hp, episodes)
         summary = results.json_safe(summary)
     if writer:  # rewriting these from the checkpoint also completes a run killed before its outputs
         results.write_metrics_csv(out, metrics, cfg.batch_size, [members.label(i) for i in range(n)])
@@ -198,7 +216,7 @@ def _summary(spec, members: Members, metrics, compile_s, run_s) -> dict[str, Any
         # the env steps of one member the window covers, and where a replay learner's learning began in them
         "final_return_window_env_steps": [max(0, spec.config.num_updates - results.FINAL_WINDOW) * spec.config.batch_size,
                                           spec.config.num_updates * spec.config.batch_size],
-        **({"learning_starts": spec.config.learning_starts} if hasattr(spec.config, "learning_starts") else {}),
+        **({"learning_starts": spec.config.learning_starts} if final_eval.replay_learner(spec.config) else {}),
         "compile_s": round(compile_s, 3),
         "run_s": round(run_s, 3),
         "env_steps_per_s": round(steps_per_member * len(members) / run_s, 1) if run_s > 0 else None,

@@ -1,7 +1,7 @@
 """A study's deliberate differences from its authors' code (`Study.differences` in the catalog) as a generated block
-of its document: `document.header` writes it when a document is made, and `purerl results --check --mark`
-(`staleness.marked`) inserts or refreshes it in a document made before, so a reader sees the current list without
-any number being rerun.
+of its document: `document.header` (or `footer`) writes it when a document is made, and `purerl results --check
+--mark` (`staleness.marked`) inserts or refreshes it in a document made before, so a reader sees the current list
+without any number being rerun.
 """
 
 from __future__ import annotations
@@ -21,13 +21,16 @@ def block(study_name: str) -> list[str]:
 
 
 def refreshed(lines: list[str], study_name: str) -> list[str]:
-    """`lines` with their block replaced by the current one, which goes right after the title (and its blank line)
-    and the document's summary table if it opens with one (`replication.summary`), where its renderer puts it; a
-    stale notice written later goes above them."""
+    """`lines` with their block replaced by the current one where it stands (a document that opens with its
+    summary gives it after its results, `document.footer`); a document without one gets it right after the title
+    (and its blank line) and the summary table if it opens with one (`replication.summary`); a stale notice written
+    later goes above them."""
     from purerl_lab.publish import replication  # its statistics load scipy: not while a parser is built
 
+    at = lines.index(START) if START in lines else None
     lines = without_block(lines, START, END)
-    at = replication.after_summary(lines, after_title(lines))
+    if at is None:
+        at = replication.after_summary(lines, after_title(lines))
     lines[at:at] = block(study_name)
     return lines
 

@@ -1,5 +1,6 @@
 """Verdicts that replicate: a document's paired comparisons, each made on the study's seeds and again on disjoint
-fresh seeds by the same command, judged as one family, and the summary table a document opens with.
+fresh seeds by the same command, judged as one family, and the summary table a document opens with: a row per
+question, the sentence answering the primary one, and until fresh seeds have run, the command that runs them.
 
 The rule (`stats.replication`): a comparison is a verdict, printed in bold, only where its study seeds' test passes
 and the fresh seeds' 95% CI is clear of 0 the same way. The study's test is its 95% CI for the one primary
@@ -10,10 +11,13 @@ verdicts of chance.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 
 from purerl import stats
+from purerl_lab.publish import document
 
+FRESH_SEED_START = 70_000  # a replication's first seed: past every seed a study of ours trains or evaluates on
 START, END = "<!-- summary: the document's answers -->", "<!-- /summary -->"
 WORDS = {"better": "**yes, replicated**", "worse": "**the opposite, replicated**",
          "not replicated": "not replicated", "not resolved": "not resolved", "replication pending": "replication pending"}
@@ -22,7 +26,8 @@ WORDS = {"better": "**yes, replicated**", "worse": "**the opposite, replicated**
 @dataclass
 class Comparison:
     """One paired comparison: `study` and `fresh` are `stats.paired_difference`s (fresh None until its seeds have
-    run), `study_p` the study seeds' `stats.paired_p_value`; `judge` fills in the rest."""
+    run), `study_p` the study seeds' `stats.paired_p_value`, `digits` the decimals its differences are shown with
+    (a matrix game's rewards per step need two); `judge` fills in the rest."""
 
     key: tuple
     question: str
@@ -32,6 +37,7 @@ class Comparison:
     primary: bool = False
     adjusted_p: float | None = field(default=None)
     verdict: str = ""
+    digits: int = 1
 
 
 def judge(comparisons: list[Comparison]) -> list[Comparison]:
@@ -59,12 +65,61 @@ def summary(comparisons: list[Comparison], rows: list[tuple], words: list[str] =
         c = by_key.get(key)
         if c is None:
             continue
-        fresh = "not run yet" if c.fresh is None else f"{stats.describe_paired(c.fresh)} ({c.fresh['n']})"
+        fresh = "not run yet" if c.fresh is None else f"{stats.describe_paired(c.fresh, c.digits)} ({c.fresh['n']})"
         question = f"**Primary:** {c.question}" if c.primary else c.question
         corrected = "" if c.primary else f"; Holm p {c.adjusted_p:.3g}"
-        lines.append(f"| {question} | {stats.describe_paired(c.study)} ({c.study['n']}{corrected}) | {fresh} | "
-                     f"{WORDS[c.verdict]} |")
+        study = f"{stats.describe_paired(c.study, c.digits)} ({c.study['n']}{corrected})"
+        lines.append(f"| {question} | {study} | {fresh} | {WORDS[c.verdict]} |")
     return lines + [""] + [line for paragraph in (*words, rule(comparisons)) for line in (paragraph, "")] + [END, ""]
+
+
+def headline(comparisons: list[Comparison], question: str, said: dict[str, str]) -> str:
+    """The plain sentence under a summary table: the primary comparison's `question`, named in advance, answered
+    from its verdict (`said` names what each direction of its difference means, {"better": ..., "worse": ...}),
+    then how many of the other comparisons replicate and how many wait for fresh seeds."""
+    lines = []
+    primary = next((c for c in comparisons if c.primary), None)
+    if primary is not None:
+        study = stats.describe_paired(primary.study, primary.digits)
+        fresh = stats.describe_paired(primary.fresh, primary.digits) if primary.fresh else None
+        way = said.get(primary.study["verdict"], "")
+        way = way[:1].upper() + way[1:]
+        both = f"{way} on both seed sets: {study} on the study's seeds, {fresh} on fresh ones."
+        answer = {
+            "better": both, "worse": both,
+            "not replicated": f"Not on fresh seeds: the study's seeds gave {study}, the fresh ones {fresh}.",
+            "not resolved": f"Not resolved: the study's seeds give {study}" + (f", the fresh ones {fresh}." if fresh
+                                                                               else "."),
+            "replication pending": f"{way} on the study's seeds, by {study}; not replicated yet (its fresh seeds "
+                                   "have not run)."}
+        lines.append(f"{question} {answer[primary.verdict]}")
+    others = [c for c in comparisons if not c.primary]
+    held = [f"{c.question.rstrip('?')} ({c.verdict})" for c in others if bold(c)]
+    waiting = sum(c.verdict == "replication pending" for c in others)
+    lines.append(f"Of the other {len(others)} comparisons, {len(held)} replicate" + (f": {'; '.join(held)}" if held
+                                                                                     else "")
+                 + (f"; {waiting} more hold on the study's seeds, Holm-corrected, and wait for their replication"
+                    if waiting else "") + ".")
+    return " ".join(lines)
+
+
+def fresh_command(command: str) -> str:
+    """A registered command as its replication runs it: on seeds from FRESH_SEED_START on (`--seed`), its runs under
+    RUNS/fresh, and without `--report` or `--resume`, so that it writes under its own folder and leaves the
+    document's records alone."""
+    words = shlex.split(command.replace("{runs}", f"{document.RUNS}/fresh"))
+    dropped = ("--report", "--seed")  # flags dropped with their values
+    kept = [word for i, word in enumerate(words)
+            if word not in (*dropped, "--resume") and (i == 0 or words[i - 1] not in dropped)]
+    return shlex.join([*kept, "--seed", str(FRESH_SEED_START)])
+
+
+def pending(command: str) -> str:
+    """The words under a summary none of whose rows has run on fresh seeds: what a row's replication is, and the
+    command of the primary one's (`fresh_command`)."""
+    return (f"Replication: not run yet for any row. A row's replication is the registered command of its part "
+            f"(listed at the end) on seeds from PRNGKey({FRESH_SEED_START}) on, disjoint from the study's, written "
+            f"outside `docs/results/`; the primary question's: `{fresh_command(command)}`.")
 
 
 def rule(comparisons: list[Comparison]) -> str:

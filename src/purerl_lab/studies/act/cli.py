@@ -18,7 +18,7 @@ from purerl.meta.strategies import ESConfig
 from purerl.meta.evolve_files import GENERATIONS_CSV, MEAN_PARAMS
 from purerl.meta.evolve import run as evolve_run
 from purerl_lab.studies import act
-from purerl_lab.studies.act import partials, test_time
+from purerl_lab.studies.act import partials, summary, test_time
 
 PARAMS = "params"  # beside a report: the evolved parameters its tables use, one folder per ES run
 PARAM_FILES = (MEAN_PARAMS, rundir.CONFIG, GENERATIONS_CSV)
@@ -148,48 +148,57 @@ def render(report: Path) -> Path:
 
 
 def _write_report(out_md: Path, plots_dir: Path) -> None:
-    """act.md from whatever train-time and test-time results exist, headed by their provenance."""
-    lines = ["# Adversarial Cheap Talk", "", *document.header(out_md, "act"),
-             "Statistic: IQM over fresh victim seeds with its 95% percentile-bootstrap CI (per-seed values and n "
-             f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap, and "
-             "only from at least as many victims as the env's verdicts rest on ("
-             + ", ".join(f"{env} {v.victims}" for env, v in act.VICTIMS.items()) + "). "
-             "The evolved parameters are in "
-             + ", ".join(f"`{plots_dir.name}/{PARAMS}{act.env_suffix(env)}/` ({env})" for env in act.VICTIMS)
-             + ", one folder per ES run (its config.json "
-             "holds the ES settings); `--from-params` re-evaluates them. A run on the same CPU (family, model and "
-             "SIMD extension, in the manifest) reproduces these numbers exactly.", "",
-             *_es_budget([plots_dir / f"{PARAMS}{act.env_suffix(env)}" for env in act.VICTIMS])]
+    """act.md from whatever train-time and test-time results exist: the summary of every comparison first, then
+    each evaluation's table, then the differences from the authors' code and the provenance."""
+    evaluations, pairs, sections = {}, {}, []
     for env_name in act.VICTIMS:
         train_json, train_png = (plots_dir / name for name in act.train_time_files(env_name))
         if not train_json.exists():
             continue
         r = files.read_json(train_json, "a train-time evaluation")
-        rows = r["mean_return_over_training"]
-        evolved = [label for label in rows if "(evolved" in label]
-        lines += [f"## Train-time ACT on {r['env']}", "",
-                  f"Victim mean episode return over its whole training, {len(r['seeds'])} fresh victim seeds.", "",
-                  *_table("adversary", rows), "",
-                  *_verdicts(rows, [(a, b) for a in evolved for b in ("random adversary", "no messages")], r["env"]),
-                  "", f"![train-time on {r['env']}]({plots_dir.name}/{train_png.name})", ""]
+        rows, name = r["mean_return_over_training"], f"train-time {r['env']}"
+        evaluations[name] = (r["env"], rows)
+        pairs[name] = [(a, b) for a in rows if "(evolved" in a for b in summary.BASELINES[::-1]]
+        sections += [f"## Train-time ACT on {r['env']}", "",
+                     f"Victim mean episode return over its whole training, {len(r['seeds'])} fresh victim seeds.", "",
+                     *_table("adversary", rows), "", *_verdicts(rows, pairs[name], r["env"]),
+                     "", f"![train-time on {r['env']}]({plots_dir.name}/{train_png.name})", ""]
     test_json = plots_dir / "test_time.json"
     if test_json.exists():
         r = json.loads(test_json.read_text())
         rows = r["goal_return"]
         joint = [label for label in rows if label.startswith(JOINT)]
         baselines = [label for label in rows if label.startswith((RANDOM_VICTIM, SILENT_VICTIM))]
-        pairs = [(a, b) for a in joint for b in baselines] + [(a, "random shaper") for a in joint + baselines]
-        lines += [f"## Test-time ACT on {r['env']}", "",
-                  f"Goal return (sum of exp(-(x - goal)^2) over an episode of at most "
-                  f"{act.VICTIMS[act.TEST_TIME_ENV].episode_cap} steps) of the "
-                  f"frozen greedy victim, mean over {r['goals_per_seed']} goals per victim, {len(r['seeds'])} fresh "
-                  "victim seeds. The exploiter baselines evolve the exploiter alone, against victims trained with a "
-                  "fixed random message function or with a silent channel (zeros in the message inputs).", "",
-                  *_table("condition", rows), "", *_verdicts(rows, pairs, r["env"]), "",
-                  _backdoor_verdict(rows, joint, baselines, r["env"]), "",
-                  f"![controlled episode]({plots_dir.name}/test_time_episode.png)", ""]
+        evaluations["test-time"] = (r["env"], rows)
+        pairs["test-time"] = [(a, b) for a in joint for b in baselines] + [(a, "random shaper")
+                                                                           for a in joint + baselines]
+        sections += [f"## Test-time ACT on {r['env']}", "",
+                     f"Goal return (sum of exp(-(x - goal)^2) over an episode of at most "
+                     f"{act.VICTIMS[act.TEST_TIME_ENV].episode_cap} steps) of the "
+                     f"frozen greedy victim, mean over {r['goals_per_seed']} goals per victim, {len(r['seeds'])} "
+                     "fresh victim seeds. The exploiter baselines evolve the exploiter alone, against victims trained "
+                     "with a fixed random message function or with a silent channel (zeros in the message inputs).",
+                     "", *_table("condition", rows), "", *_verdicts(rows, pairs["test-time"], r["env"]), "",
+                     _backdoor_verdict(rows, joint, baselines, r["env"]), "",
+                     f"![controlled episode]({plots_dir.name}/test_time_episode.png)", ""]
+    lines = ["# Adversarial Cheap Talk", "", *document.notice(out_md, "act"), *summary.lines(evaluations, pairs),
+             _statistic(plots_dir), "",
+             *_es_budget([plots_dir / f"{PARAMS}{act.env_suffix(env)}" for env in act.VICTIMS]), *sections,
+             *document.footer(out_md, "act")]
     out_md.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(out_md, "\n".join(lines))
+
+
+def _statistic(plots_dir: Path) -> str:
+    """What a table cell is, when a comparison is called, and where the evolved parameters are."""
+    return ("Statistic: IQM over fresh victim seeds with its 95% percentile-bootstrap CI (per-seed values and n "
+            f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap, and "
+            "only from at least as many victims as the env's verdicts rest on ("
+            + ", ".join(f"{env} {v.victims}" for env, v in act.VICTIMS.items()) + "). The evolved parameters are in "
+            + ", ".join(f"`{plots_dir.name}/{PARAMS}{act.env_suffix(env)}/` ({env})" for env in act.VICTIMS)
+            + ", one folder per ES run (its config.json holds the ES settings); `--from-params` re-evaluates them. A "
+            "run on the same CPU (family, model and SIMD extension, in the manifest) reproduces these numbers "
+            "exactly.")
 
 
 def _es_budget(params_dirs: list[Path]) -> list[str]:

@@ -3,8 +3,9 @@
 Each objective is an ordinary `purerl train` run directory under `runs_dir`.
 The small results (one JSON and one curve plot per env) go to `results_dir`,
 and the markdown report is regenerated from every JSON there, so runs on
-different envs, with budgets chosen per env, accumulate into one table whose
-header (`publish.document`) says which command, commit and machine made each row.
+different envs, with budgets chosen per env, accumulate into one table. The report
+opens with its summary (`summary`) and ends with the provenance (`publish.document`),
+which says which command, commit and machine made each row.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from purerl import stats
-from purerl_lab.studies.dpo import lpo_report
+from purerl_lab.studies.dpo import lpo_report, summary
 from purerl.meta.evolve import curve_fitness
 from purerl.run import experiment, files, results, rundir
 from purerl_lab.publish import document, provenance, sessions
@@ -119,7 +120,7 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
     settings = ("each env family's preset, PPO's settings, with DPO's alpha 2 and beta 0.6, as PureJaxRL's "
                 "dpo_continuous_action.py runs DPO on its PPO's" if all(map(_at_preset, records)) else
                 "each row's, in its record (not every one its preset's own)")
-    lines = [f"# {title}", "", *document.header(report, "dpo"),
+    lines = [f"# {title}", "", *document.notice(report, "dpo"), *summary.lines(records, LATE_FRACTION),
              f"Statistic: each seed's final return is its mean episode return over the last {results.FINAL_WINDOW} "
              "updates; a cell gives the IQM over seeds and its 95% percentile-bootstrap CI when there are at least "
              f"{stats.MIN_SEEDS_FOR_CI} seeds, otherwise every per-seed value and n. Every objective uses the same "
@@ -150,6 +151,7 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
         lines += ["LPO has no column: no LPO drift evolved at a stated budget is committed yet, and a drift from "
                   "an unrecorded run is not a reproducible result.", ""]
     lines += [f"![{r['env']}]({results_dir.name}/{files.slug(r['env'])}.png)" for r in records]
+    lines += ["", *document.footer(report, "dpo")]
     report = Path(report)
     report.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(report, "\n".join(lines) + "\n")

@@ -125,14 +125,15 @@ def _against_ppo(record: dict, kind: str, curves: dict[str, tuple[float, float]]
     differences = ", ".join(f"{label} {stats.describe_paired(d)}" for label, d in paired.items())
     curve = ", ".join(f"lpo-{name} from {start:.1f} to {end:.1f}" for name, (start, end) in curves.items())
     if not any(d["ci_valid"] for d in paired.values()):
-        verdict = (f"**LPO: not judged**: below {stats.MIN_SEEDS_FOR_CI} seeds a difference has no CI ({differences})."
-                   if paired else "**LPO: not judged**: no drift's column holds the fitness.")
+        verdict = (f"LPO, not judged: below {stats.MIN_SEEDS_FOR_CI} seeds a difference has no CI ({differences})."
+                   if paired else "LPO, not judged: no drift's column holds the fitness.")
     elif ahead:
-        verdict = (f"**LPO: ahead of PPO on its training task**: {', '.join(ahead)} (paired 95% CI above zero"
-                   + (f" for {len(ahead)} of the {len(paired)} drifts, each interval 95% on its own, not widened "
-                      f"for testing {len(paired)}" if len(paired) > 1 else "") + f"; {differences}).")
+        verdict = (f"LPO ahead of PPO on its training task, on the study's seeds: {', '.join(ahead)} (paired 95% "
+                   "CI above zero" + (f" for {len(ahead)} of the {len(paired)} drifts, each interval 95% on its own, "
+                                      f"not widened for testing {len(paired)}" if len(paired) > 1 else "")
+                   + f"; {differences}).")
     else:
-        verdict = (f"**LPO: not reproduced at this budget**: no evolved drift is ahead of PPO on its own training "
+        verdict = (f"LPO, not reproduced at this budget: no evolved drift is ahead of PPO on its own training "
                    f"task (no paired 95% CI above zero: {differences}).")
     return text + ["", f"{verdict} The evolution curves above run (mean candidate fitness over generations 0-9, "
                        f"then over the last 10) {curve}; PPO itself scores {stats.describe(ppo)} on the same "

@@ -1,10 +1,12 @@
-"""The markdown report of the M-FOS table (docs/results/mfos.md), written from table.json."""
+"""The markdown report of the M-FOS table (docs/results/mfos.md), written from table.json: its summary first
+(`summary`), the table per game, then the differences from the authors' code and the provenance."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from purerl_lab.publish import document
+from purerl_lab.studies.mfos import summary
 from purerl_lab.studies.mfos.baselines import SHAPERS
 from purerl_lab.studies.mfos.report import PAPER, PAPER_SOURCES, POLICY_LABELS, format_cell
 from purerl_lab.studies.mfos.settings import META_EPISODE, OPPONENTS, TRAIN_GAMES
@@ -25,7 +27,7 @@ def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
                  f"mean over seeds, then every seed's value (n = {n_seeds}: too few seeds for a CI)")
     games = sorted(record["games"].items(), key=lambda item: TRAIN_GAMES.index(item[0]))
     lines = [
-        "# Model-Free Opponent Shaping (M-FOS)", "", *document.header(report, "mfos"),
+        "# Model-Free Opponent Shaping (M-FOS)", "", *document.notice(report, "mfos"), *summary.lines(record),
         f"The table's data: [{data}]({data}){_made_by(record, games)}"
         + (f" This text was rendered from that data by `{record['rendered']['command']}` at commit "
            f"{record['rendered']['commit']}." if "rendered" in record else ""), "",
@@ -60,7 +62,7 @@ def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
                       f"{' (with uncommitted changes)' if run.get('uncommitted_changes') else ''}, {run['date']}, "
                       f"on {run.get('machine', 'an unrecorded machine')}; {_wall(entry)}.", ""]
         elif "elapsed_s" in entry:
-            lines += [f"Made by this table's run (above); {_wall(entry)}.", ""]
+            lines += [f"Made by this table's run (its command is in the provenance, below); {_wall(entry)}.", ""]
         lines += ["| row vs column | row player | column player |", "|---|---|---|"]
         for label in _ROW_ORDER:
             pretty = label.replace("mfos", "M-FOS").replace("mamaml", "MAMAML").replace("lola", "LOLA")
@@ -78,6 +80,7 @@ def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
                           f"`purerl mfos evaluate --report {shown or report}` replays them against the same fresh NLs and "
                           "checks every number in this section.", ""]
         lines.append("")
+    lines += document.footer(report, "mfos")
     report.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(report, "\n".join(lines) + "\n")
 
@@ -139,12 +142,12 @@ def analysis_lines(game: str, sampled: dict, greedy: dict | None, plot: str) -> 
             lines += [
                 f"- {mode}, policy vector: p~ = phi[(S_X - P) - chi (S_Y - P)] fits with chi = {test['chi']:.2f}, "
                 f"phi = {test['phi']:.3f}, largest error {test['residual']:.3f} (tolerance {test['tolerance']}); "
-                f"extortionate: **{'yes' if test['extortionate'] else 'no'}**"
+                f"extortionate: {'yes' if test['extortionate'] else 'no'}"
                 + (f" (per seed: {passed} of {len(by_seed)} pass)." if by_seed else "."),
                 f"- {mode}, reached payoffs: s_X - P = chi (s_Y - P) with P = {fit['kappa']:g} gives "
                 f"chi = {fit['chi']:.2f}, R^2 = {fit['r2']:.2f} over {fit['points']} (game, meta-step) points; "
                 f"M-FOS {fit['own_mean']:.2f}, NL {fit['other_mean']:.2f} per step; extortionate: "
-                f"**{'yes' if fit['extortionate'] else 'no'}**."]
+                f"{'yes' if fit['extortionate'] else 'no'}."]
         lines += ["", _why_no_extortion(sampled, greedy)]
         lines.append("")
     lines += [f"![policies over the meta-episode]({plot})", ""]

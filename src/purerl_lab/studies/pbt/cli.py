@@ -24,6 +24,9 @@ def add_arguments(sub) -> None:
                         help="bottom fraction that copies the top one (0.25)")
     parser.add_argument("--pbt-explore", metavar="NAME=LOW:HIGH,...",
                         help="the ranges PBT explores and random search samples (default: PPO's, docs/pbt.md)")
+    parser.add_argument("--fresh-seeds", action="store_true",
+                        help="the study's replication: the same design on seeds from PRNGKey(70000) on and "
+                        "evaluation episodes of their own, into RUNS_DIR/fresh-ENV and its own part, fresh_ENV")
     parser.add_argument("--runs-dir", type=path, default=Path("runs/pbt-study"), help="where the runs go")
     parser.add_argument("--resume", action="store_true",
                         help="continue the runs in --runs-dir from their checkpoints and start the missing ones")
@@ -44,6 +47,8 @@ def design_of(args):
     explore = parse_explore(args.pbt_explore) if args.pbt_explore else ()
     config = PBTConfig(interval=interval, fraction=args.pbt_fraction, explore=explore)
     design = study.Design(base, args.repetitions, config.with_defaults(type(base.hyperparams)), args.episodes)
+    if args.fresh_seeds:
+        design = design.with_fresh_seeds()
     design.validate()
     _check_memory(design)
     return design
@@ -76,41 +81,42 @@ def run_cli(args) -> int:
     if args.resume and args.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
     design = design_of(args)
-    env = design.base.config.env
+    part = design.part
     report = provenance.check_report(args.report or args.runs_dir / "report.md", "pbt",
-                                     data=(f"{pbt_report.slug(env)}.json", f"{pbt_report.slug(env)}.png"))
+                                     data=(f"{pbt_report.slug(part)}.json", f"{pbt_report.slug(part)}.png"))
     folder = report.parent / report.stem
     runs = [(method, rep) for rep in range(design.repetitions) for method in study.METHODS]
-    continued = rundir.prepare_each({study.run_dir(args.runs_dir, env, method, rep): design.spec(method, rep).to_json()
+    continued = rundir.prepare_each({design.run_dir(args.runs_dir, method, rep): design.spec(method, rep).to_json()
                                      for method, rep in runs}, args.resume, args.overwrite, "study")
-    worked = sessions.add(study.run_dir(args.runs_dir, env, "x", 0).parent, "pbt", args.resume, env, args.argv)
+    worked = sessions.add(design.run_dir(args.runs_dir, "x", 0).parent, "pbt", args.resume, part, args.argv)
     summaries = []
     for method, rep in runs:  # repetition by repetition, so a study stopped early has every method alike
-        out = study.run_dir(args.runs_dir, env, method, rep)
+        out = design.run_dir(args.runs_dir, method, rep)
         summaries.append(experiment.run(design.spec(method, rep), out, resume=continued[out],
                                         overwrite=not continued[out], progress=not args.no_progress))
         if summaries[-1] is None:
             return 0  # cut short (a test's `stopping.cut_after`): --resume continues
     rows, curves = {m: [] for m in study.METHODS}, {}
     for method, rep in runs:
-        out = study.run_dir(args.runs_dir, env, method, rep)
+        out = design.run_dir(args.runs_dir, method, rep)
         chosen = study.selected(out)
-        value, hp = study.evaluate_best(out, chosen["member"], design.episodes, rep)
+        value, hp = study.evaluate_best(out, chosen["member"], design.episodes, design.episodes_key(rep))
         rows[method].append({**chosen, "repetition": rep, "seed": design.seeds(rep)[chosen["member"]],
-                             "evaluated_return": value, "hyperparams": hp, "run_dir": str(out)})
+                             "evaluated_return": value, "hyperparams": hp,
+                             "run_dir": out.relative_to(args.runs_dir).as_posix()})  # no path of this machine
     for method, reps in rows.items():
         curves[method] = np.stack([r["population_curve"] for r in reps], axis=1)  # [updates, repetitions]
     record = study.summarize(design, rows)
     folder.mkdir(parents=True, exist_ok=True)
-    pbt_report.plot(folder, env, curves, design.base.config.batch_size)
+    pbt_report.plot(folder, part, curves, design.base.config.batch_size)
     pbt_report.write(record, folder)
-    provenance.record("pbt", report, env, args.argv, provenance.training_seconds(summaries),
+    provenance.record("pbt", report, part, args.argv, provenance.training_seconds(summaries),
                       {"population": len(design.base.seeds), "env_steps_per_run": design.env_steps_per_member,
                        "seeds": record["seeds"]}, {"repetitions": design.repetitions},
                       sessions=worked if len(worked) > 1 else None, wall_summed=True)
     pbt_report.write_report(report)
     for method, s in record["methods"].items():
-        print(f"{env} {s['label']:16s} evaluated return {stats.describe(s['evaluated_return'])}")
+        print(f"{part} {s['label']:16s} evaluated return {stats.describe(s['evaluated_return'])}")
     print(f"report: {report}")
     return 0
 

@@ -6,7 +6,9 @@ them. The methods share the program and the budget: random search is PBT with no
 `fraction=0`, the same priors, and on the same seeds the same first draws as PBT), and the default is the
 preset's values for every member. Each repetition keeps its best member by its final training return (the
 rule PBT itself ranks on) and that member is evaluated greedily on fresh episodes; the R evaluated returns
-per method are the published sample.
+per method are the published sample. The study replicates itself (`--fresh-seeds`): the same design again on
+seeds from `replication.FRESH_SEED_START` on, and on evaluation episodes of their own, in run folders and a record
+of their own.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from purerl.checks import ConfigError
 from purerl.run import files, pbt_files, results
 from purerl.run.pbt_config import PBTConfig
 from purerl.run.trainspec import TrainSpec
+from purerl_lab.publish.replication import FRESH_SEED_START
 
 METHODS = {"pbt": "PBT", "random": "random search", "default": "preset defaults"}  # run-folder name: label
 EVAL_SEED = 20_240_555  # the fresh episodes' key: apart from every training seed's stream
@@ -38,6 +41,7 @@ class Design:
     repetitions: int
     pbt: PBTConfig
     episodes: int
+    fresh: bool = False  # the study's replication: base seeds from FRESH_SEED_START (`with_fresh_seeds`)
 
     def validate(self) -> None:
         if not isinstance(self.repetitions, int) or self.repetitions < 1:
@@ -52,6 +56,13 @@ class Design:
         for method in METHODS:
             self.spec(method, self.repetitions - 1).validate()
 
+    def with_fresh_seeds(self) -> "Design":
+        """The replication of this design: every seed moved past every seed a study of ours trains on."""
+        if self.base.seeds[0] != 0:
+            raise ConfigError("--fresh-seeds chooses the seeds (from PRNGKey(70000) on): give no --seed")
+        moved = dataclasses.replace(self.base, seeds=[seed + FRESH_SEED_START for seed in self.base.seeds])
+        return dataclasses.replace(self, base=moved, fresh=True)
+
     def seeds(self, repetition: int) -> list[int]:
         """Repetition r's members: the base seeds shifted by r populations, so no two repetitions share one."""
         size = len(self.base.seeds)
@@ -62,13 +73,23 @@ class Design:
         pbt = {"pbt": self.pbt, "random": dataclasses.replace(self.pbt, fraction=0.0), "default": None}[method]
         return dataclasses.replace(self.base, seeds=self.seeds(repetition), pbt=pbt)
 
+    def episodes_key(self, repetition: int) -> jax.Array:
+        """The repetition's evaluation episodes, the same for every method, and apart from every training seed's
+        stream; a replication's (its first seed 70,000) are its own."""
+        return jax.random.fold_in(jax.random.PRNGKey(EVAL_SEED), self.base.seeds[0] + repetition)
+
+    @property
+    def part(self) -> str:
+        """Its part of pbt.md: the env, or fresh_ENV for its replication."""
+        return f"fresh_{self.base.config.env}" if self.fresh else self.base.config.env
+
+    def run_dir(self, runs_dir: Path, method: str, repetition: int) -> Path:
+        folder = ("fresh-" if self.fresh else "") + files.slug(self.base.config.env)
+        return Path(runs_dir) / folder / f"{method}-rep{repetition}"
+
     @property
     def env_steps_per_member(self) -> int:
         return self.base.config.env_steps
-
-
-def run_dir(runs_dir: Path, env: str, method: str, repetition: int) -> Path:
-    return Path(runs_dir) / files.slug(env) / f"{method}-rep{repetition}"
 
 
 def selected(run: Path) -> dict:
@@ -82,9 +103,9 @@ def selected(run: Path) -> dict:
     return {"member": best, "final_return": float(final[best]), "population_curve": population}
 
 
-def evaluate_best(run: Path, member: int, episodes: int, repetition: int) -> tuple[float, dict]:
-    """The member's greedy return over `episodes` fresh episodes (`policy.evaluate`), and the hyperparameters
-    it ended with. The episodes' key depends on the repetition only, so every method meets the same episodes."""
+def evaluate_best(run: Path, member: int, episodes: int, key: jax.Array) -> tuple[float, dict]:
+    """The member's greedy return over `episodes` fresh episodes drawn from `key` (`policy.evaluate`; every method
+    of a repetition gets the same key, `Design.episodes_key`), and the hyperparameters it ended with."""
     from purerl.run.checkpoint import Checkpointer
     from purerl.run.policy import evaluate, load_run
     from purerl.run import pbt, rundir
@@ -97,7 +118,6 @@ def evaluate_best(run: Path, member: int, episodes: int, repetition: int) -> tup
         checkpointer.close()
         hp = jax.tree.map(lambda x: x[member], population.hp)
     pick = lambda tree: jax.tree.map(lambda x: x[member], tree)  # noqa: E731
-    key = jax.random.fold_in(jax.random.PRNGKey(EVAL_SEED), repetition)
     returns = jax.jit(lambda p, s, h: evaluate(train, p, s, key, episodes, False, h))(
         pick(state.params), pick(state.obs_stats), hp)
     return float(np.mean(np.asarray(returns))), {k: float(v) for k, v in hp._asdict().items()}
@@ -115,7 +135,7 @@ def summarize(design: Design, rows: dict[str, list[dict]]) -> dict:
             "repetitions": [{k: v for k, v in r.items() if k != "population_curve"} for r in reps],
         }
     return {
-        "env": cfg.env, "preset": design.base.preset, "algo": design.base.algo,
+        "env": cfg.env, "fresh_seeds": design.fresh, "preset": design.base.preset, "algo": design.base.algo,
         "members": len(design.base.seeds), "repetitions": design.repetitions,
         "seeds": [s for r in range(design.repetitions) for s in design.seeds(r)],
         "env_steps_per_member": design.env_steps_per_member, "num_updates": cfg.num_updates,
@@ -124,13 +144,3 @@ def summarize(design: Design, rows: dict[str, list[dict]]) -> dict:
         "pbt": design.pbt.to_json(), "methods": methods,
     }
 
-
-def verdict(a: dict, b: dict, name_a: str, name_b: str) -> str:
-    """A against B in words: ahead or behind only where the 95% CIs separate, otherwise plainly not."""
-    sign = stats.separation(a, b)
-    if sign > 0:
-        return f"{name_a} beats {name_b} here (the 95% CIs separate)"
-    if sign < 0:
-        return f"{name_a} does not beat {name_b} here: it is behind (the 95% CIs separate)"
-    why = stats.no_ci_reason(a, b, unit="repetition") or "the 95% CIs overlap"
-    return f"{name_a} does not beat {name_b} here ({why}; {stats.NOT_DISTINGUISHABLE})"

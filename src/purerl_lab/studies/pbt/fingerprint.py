@@ -49,13 +49,19 @@ def pbt_study_part(fp: Fingerprint, command: str, part: str | None = None) -> No
 
 
 def _selection_probe() -> dict:
-    """Each repetition's selected member on fixed curves with NaNs, and the statistics of the verdict."""
-    from purerl import stats
+    """Each repetition's selected member on fixed curves with NaNs, and the summary's judgement of fixed returns."""
     from purerl.run import pbt_files, results
-    from purerl_lab.studies.pbt import design as study
+    from purerl_lab.studies.pbt import report
 
     rng = np.random.default_rng(5)
     curves = np.where(rng.random((12, 40, 8)) < 0.2, np.nan, rng.normal(-300.0, 80.0, (12, 40, 8)))
     picks = [pbt_files.best_member(results.final_returns(c)) for c in curves]
-    a, b = (stats.summarize(rng.normal(m, 30.0, 12)) for m in (-200.0, -260.0))
-    return {"picks": picks, "verdict": study.verdict(a, b, "A", "B")}
+
+    def record(env: str, fresh: bool, shift: float) -> dict:
+        reps = {m: [{"repetition": r, "evaluated_return": float(v)} for r, v in enumerate(rng.normal(mean, 30.0, 12))]
+                for m, mean in (("pbt", -200.0 + shift), ("random", -230.0), ("default", -260.0))}
+        return {"env": env, "fresh_seeds": fresh, "methods": {m: {"repetitions": r} for m, r in reps.items()}}
+
+    judged = report.comparisons([record(report.PRIMARY[0], False, 0.0), record(report.PRIMARY[0], True, -50.0),
+                                 record("Pendulum-v1", False, 20.0)])
+    return {"picks": picks, "verdicts": [(c.key, c.verdict, c.adjusted_p) for c in judged]}

@@ -1,7 +1,7 @@
-"""docs/results/offpolicy.md from every env's record beside it: the header (`publish.document`), each algorithm's
+"""docs/results/offpolicy.md from every env's record beside it: the summary first (`summary`), each algorithm's
 settings, its evaluated returns at shared env-step marks (a verdict only where 95% CIs separate), its training
 return there (censoring marked) and a figure of both against env steps (`results.draw_panels`, as every curve of
-purerl is drawn)."""
+purerl is drawn), then the differences from the authors' code and the provenance (`publish.document`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from purerl_lab.publish import document
 from purerl.run import files, results
 from purerl.run.files import slug
 from purerl_lab.studies.versus.design import MARKS, Design, at_marks, evaluated_at_marks, verdict
+from purerl_lab.studies.versus import summary
 from purerl_lab.studies.versus.evaluation import EVAL_SEED, MODES
 
 TITLE = "Off-policy beside on-policy: algorithms at the same env steps"
@@ -80,9 +81,10 @@ def write_report(report: Path) -> Path:
     report = Path(report)
     folder = report.parent / report.stem
     records = [files.read_json(p, "a versus record") for p in sorted(folder.glob("*.json"))]
-    lines = [f"# {TITLE}", "", *document.header(report, "offpolicy"), *_design(), ""]
+    lines = [f"# {TITLE}", "", *document.notice(report, "offpolicy"), *summary.lines(records), *_design(), ""]
     for r in records:
         lines += _env(r, folder.name)
+    lines += document.footer(report, "offpolicy")
     report.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(report, "\n".join(lines) + "\n")
     return report
@@ -113,7 +115,7 @@ def _design() -> list[str]:
         "--algo ALGO --env ENV` chooses it, with only the budget given: the same seeds and the same env steps per "
         f"run. The updates differ in size, so the runs are compared at the same env steps, at {marks} of the budget, "
         "each a whole number of every algorithm's updates. Neither preset is tuned for this env or budget (where "
-        "each comes from is in the differences above): a verdict compares the presets as a user gets them at this "
+        "each comes from is in the differences below): a verdict compares the presets as a user gets them at this "
         "budget, not each algorithm at its best.",
         "",
         "At each mark every seed's policy is evaluated on fresh episodes that run to the env's time limit: greedy "

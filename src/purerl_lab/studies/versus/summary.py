@@ -1,0 +1,52 @@
+"""What offpolicy.md opens with: each algorithm against the first one (PPO) at every env-step mark and evaluation
+mode, paired by seed, judged as one family (`publish.replication`), and the sentence answering the question named
+in advance.
+
+The pairing: every algorithm trains on the same seeds and each seed's policy is evaluated on the same episodes (one
+key per seed, for every algorithm and mark), so a seed's difference compares the two algorithms on one draw of
+episodes. The sections below keep their own test (two IQMs' 95% CIs apart, `design.verdict`), uncorrected.
+"""
+
+from __future__ import annotations
+
+from purerl import stats
+from purerl_lab.publish import provenance, replication
+from purerl_lab.studies.versus.design import MARKS
+from purerl_lab.studies.versus.evaluation import MODES
+
+# The question the headline answers, named before any fresh seed ran: is SAC ahead of PPO on hopper at the end of
+# the budget, by its greedy evaluation (each algorithm's deterministic policy, the one a user deploys)?
+PRIMARY = ("brax:hopper", "sac", "greedy", MARKS[-1])
+
+
+def comparisons(records: list[dict]) -> list[replication.Comparison]:
+    """Every algorithm but the first against the first, per env, mode and mark, on the study's seeds, judged."""
+    found = []
+    for r in records:
+        (reference, ours), *others = r["algorithms"].items()
+        for algo, a in others:
+            for mode in MODES:
+                for i, (mark, fraction) in enumerate(zip(r["marks"], MARKS)):
+                    x = a["evaluated"][mode][i]["return"]["values"]
+                    y = ours["evaluated"][mode][i]["return"]["values"]
+                    key = (r["env"], algo, mode, fraction)
+                    found.append(replication.Comparison(
+                        key, f"{a['title']} against {ours['title']} on {r['env']}, {mode} evaluation at {mark:,} env "
+                        f"steps ({fraction:.0%})?", stats.paired_difference(x, y), stats.paired_p_value(x, y),
+                        primary=key == PRIMARY))
+    return replication.judge(found)
+
+
+def lines(records: list[dict]) -> list[str]:
+    """The summary block: every comparison a row, the primary first, then the headline, the test and what its
+    replication would run."""
+    judged = comparisons(records)
+    rows = sorted((c.key for c in judged), key=lambda key: key != PRIMARY)
+    words = [replication.headline(judged, f"Is SAC ahead of PPO on {PRIMARY[0]} at the end of the budget, by the "
+                                  f"{PRIMARY[2]} evaluation (the question named in advance)?",
+                                  {"better": "SAC ahead", "worse": "PPO ahead"}),
+             "Each row: the mean over seeds of the per-seed difference in evaluated return (the mean over a seed's "
+             "evaluation episodes), the algorithm minus PPO, on the same seeds and the same evaluation episodes. "
+             "The sections below give each mark's own test (the IQMs' 95% CIs apart), uncorrected for the family.",
+             replication.pending(provenance.STUDIES["offpolicy"].commands_of(PRIMARY[0])[0])]
+    return replication.summary(judged, rows, words)
