@@ -1,7 +1,8 @@
 """Whether a population fits this machine's memory, said in one line before anything compiles or is written: a lower
 bound of what an algorithm's programs hold at once (`Algorithm.check_memory`, run by `TrainSpec.validate`), of an
-evaluation's (`evaluation_fits`, run by `purerl eval`) and of an evolution's (`meta.evolve.Evolution`, from its
-meta-task's `run_bytes`). Only a run that cannot fit is refused; one that might is left to XLA."""
+evaluation's (`evaluation_fits`, run by `purerl eval` and by the evaluation at the end of training) and of an
+evolution's (`meta.evolve.Evolution`, from its meta-task's `run_bytes`). Only a run that cannot fit is refused; one
+that might is left to XLA."""
 
 from __future__ import annotations
 
