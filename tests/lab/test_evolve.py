@@ -207,3 +207,19 @@ def test_evolve_cli_refuses_a_different_run_in_the_same_directory(tmp_path, caps
     rundir.start(tmp_path, {"command": "train"}, resumed=False)
     code = main([*COMMAND, "--out", str(tmp_path)])
     assert code == 2 and "already holds a different run" in capsys.readouterr().err
+
+
+def test_an_evolution_that_cannot_fit_this_machine_is_one_line_before_anything_is_written(tmp_path, capsys):
+    """Issue 84: a million candidates (each four PPO runs at once) ran on for minutes after writing the run; the
+    generation's lower bound (the task's `run_bytes` per inner run) refuses it with the estimate, exit 2."""
+    from purerl.cli import main
+
+    code = main(["evolve", "value-loss", "--population-size", "1000000", "--out", str(tmp_path / "run"),
+                 "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "1,000,000 candidates, 4,000,000 training runs" in err and "GiB, more than this machine's" in err
+    assert not (tmp_path / "run").exists()
+    task = value_loss.make_task("cpu")
+    evolve.Evolution(task, value_loss.es_config("cpu"))  # the preset fits
+    assert task.run_bytes > 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_run import SMALL, reached, run_cli
 
-from purerl.run import experiment, files, rundir, runlock
+from purerl.run import experiment, files, inventory, rundir, runlock
 from purerl.cli import main
 
 
@@ -54,9 +54,9 @@ def test_what_the_libraries_write_is_purerls_own(tmp_path):
         (run / path).parent.mkdir(parents=True, exist_ok=True)
         (run / path).write_text("x")
     (run / "checkpoint" / "3" / checkpoint.INVENTORY).write_text(json.dumps(["state/x"]))
-    assert rundir.foreign_entries(run) == []
+    assert inventory.foreign_entries(run) == []
     (run / "checkpoint" / "3" / "state" / "y").write_text("mine")  # not in the step's inventory: the user's
-    assert [str(p) for p in rundir.foreign_entries(run)] == ["checkpoint/3/state/y"]
+    assert [str(p) for p in inventory.foreign_entries(run)] == ["checkpoint/3/state/y"]
 
 
 # --- no output replaces a file purerl did not write ---------------------------------------------------------------

@@ -91,6 +91,8 @@ def test_the_study_writes_its_document_through_provenance_after_a_cut_and_resume
     (["--pbt-explore", "gamma=0:2"], "gamma"),
     (["--lr", "1e-3,1e-4"], "give single values"),
     (["--resume", "--overwrite"], "--resume and --overwrite exclude each other"),
+    (["--repetitions", "1000000000"], "3,000,000,000 runs' records, held at once as the study starts, need at least"),
+    (["--episodes", "1000000000"], "1,000,000,000 episodes of up to 500 steps need at least"),  # was a MemoryError
     (["--fresh-seeds", "--seed", "3"], "--fresh-seeds chooses the seeds"),
 ])
 def test_bad_study_input_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, extra, message):

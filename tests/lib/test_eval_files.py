@@ -73,3 +73,16 @@ def test_a_truncated_summary_is_named_not_config_json(capsys, run):
     assert code == 2 and err.count("\n") == 1, err
     assert f"{run / 'summary.json'} cannot be read as a run's summary: it is not JSON" in err
     assert "config.json" not in err
+
+
+def test_an_evaluation_that_cannot_fit_this_machine_is_one_line_before_anything_is_written(capsys, monkeypatch, run):
+    """Issue 84: `eval --episodes 1048576` is 7.8 GiB of keys a member (CartPole's 500 steps, 16 bytes each, which
+    `purerl eval` measures at), so on a 4 GiB machine it is one line with the estimate, exit 2, nothing written."""
+    from purerl.algos import memory
+
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    monkeypatch.setattr(memory, "physical_bytes", lambda: 4 * 2**30)
+    code, out, err = run_cli(capsys, "eval", run, "--episodes", "1048576")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "1 member x 1,048,576 episodes of up to 500 steps need at least 7.8 GiB" in err
+    assert out == "" and {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before

@@ -124,6 +124,18 @@ def test_a_bad_python_argument_is_one_line_and_writes_nothing(value, tmp_path):
     assert not out.exists()
 
 
+def test_an_evaluation_that_cannot_fit_this_machine_is_one_line_before_anything_is_written(tmp_path, capsys,
+                                                                                          monkeypatch):
+    """As `purerl eval`'s (issue 84): the keys of 1,048,576 CartPole episodes are 7.8 GiB a member."""
+    from purerl.algos import memory
+
+    monkeypatch.setattr(memory, "physical_bytes", lambda: 4 * 2**30)
+    out = tmp_path / "run"
+    code, _, err = run_cli(capsys, "train", "--seeds", "1", *SMALL, "--final-eval-episodes", "1048576", "--out", out)
+    assert code == 2 and err.count("\n") == 1 and "1,048,576 episodes of up to 500 steps need at least 7.8 GiB" in err
+    assert not out.exists()
+
+
 def test_a_ppo_run_is_evaluated_only_when_asked(trained, tmp_path, capsys):
     assert "final_eval" not in json.loads((trained / "summary.json").read_text())  # the default: none
     out = tmp_path / "asked"

@@ -120,7 +120,7 @@ def one_line_exit_2(capsys, *argv) -> str:
     (lambda config: json.dumps({**json.loads(config), "objective": 3}), "objective must be a string, got 3"),
     (lambda config: json.dumps({**json.loads(config), "value_loss": [1]}), "value_loss must be a string"),
     (lambda config: json.dumps({k: v for k, v in json.loads(config).items() if k != "hyperparams"}),
-     "is not a valid training record (KeyError: 'hyperparams')"),
+     "has no hyperparams: a record is read whole, never filled in with defaults"),
 ])
 def test_a_bad_config_file_is_one_line_exit_2_and_writes_nothing(capsys, tmp_path, finished, change, message):
     path = tmp_path / "config.json"

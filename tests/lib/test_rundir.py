@@ -106,11 +106,14 @@ def test_resume_without_a_run_is_an_error_not_a_fresh_start(capsys, tmp_path, co
 
 def test_unwritable_destinations_are_one_line_before_anything_is_written(capsys, tmp_path):
     (tmp_path / "file").write_text("x")
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")  # was `[Errno 17] File exists`, exit 1 (issue 84)
     for out, message in ((tmp_path / "file" / "run", "is a file, not a directory"),
-                         (Path("/proc/purerl-run"), "is not writable")):
+                         (Path("/proc/purerl-run"), "is not writable"),
+                         (tmp_path / "dangling", "dangling is a link to"),
+                         (tmp_path / "dangling" / "run", "which does not exist")):
         code, _, err = run_cli(capsys, "train", *SMALL, "--out", out)
         assert code == 2 and message in err and err.count("\n") == 1, err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "file"] and not (tmp_path / "nowhere").exists()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes through directory permissions")

@@ -10,9 +10,10 @@ import pytest
 from cli_run import SMALL, reached, run_cli  # a command that reaches training counts as exit 0
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
+from purerl.checks import ConfigError
 from purerl.cli import build_parser, main
 from purerl.cli.train import train_spec
-from purerl.run import experiment, rundir, stopping
+from purerl.run import experiment, inventory, rundir, stopping
 from purerl.run.checkpoint import INVENTORY
 
 TRAIN = ["train", "--seeds", "1", *SMALL]
@@ -45,7 +46,7 @@ def copy(run: Path, to: Path) -> Path:
 
 
 def test_the_trained_run_is_all_purerls_and_overwrite_replaces_it(capsys, tmp_path, monkeypatch, trained):
-    assert rundir.foreign_entries(trained) == []
+    assert inventory.foreign_entries(trained) == []
     assert all((trained / "checkpoint" / step / INVENTORY).is_file() for step in steps(trained))
     monkeypatch.setattr(experiment.Placement, "for_members", reached)
     code, _, err = run_cli(capsys, *TRAIN, "--out", copy(trained, tmp_path / "run"), "--overwrite")
@@ -97,13 +98,11 @@ names = st.one_of(st.text("abcdefghijklmnopqrstuvwxyz0123456789_-.", min_size=1,
 names = names.filter(lambda name: name not in (".", "..") and not name.startswith("events.out.tfevents."))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_overwrite_refuses_and_deletes_nothing_for_user_files_at_any_depth(capsys, monkeypatch, tmp_path_factory,
-                                                                        trained, data):
-    run = copy(trained, tmp_path_factory.mktemp("run") / "run")
+def put_user_files(run: Path, data) -> dict[Path, bytes]:
+    """One to three files of the user's, at drawn depths under the folders libraries write, whose names and parents
+    are taken by nothing of purerl's."""
     folders = sorted({str(p.relative_to(run)) for p in run.rglob("*") if p.is_dir() and not p.is_symlink()
-                      and p.relative_to(run).parts[0] in rundir.OWN_FOLDERS})
+                      and p.relative_to(run).parts[0] in inventory.OWN_FOLDERS})
     mine = {}
     for _ in range(data.draw(st.integers(1, 3))):
         where = run / data.draw(st.sampled_from(folders)) / Path(*data.draw(st.lists(names, max_size=2)))
@@ -114,6 +113,15 @@ def test_overwrite_refuses_and_deletes_nothing_for_user_files_at_any_depth(capsy
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data.draw(st.binary(max_size=32)))
         mine[path] = path.read_bytes()
+    return mine
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_overwrite_refuses_and_deletes_nothing_for_user_files_at_any_depth(capsys, monkeypatch, tmp_path_factory,
+                                                                        trained, data):
+    run = copy(trained, tmp_path_factory.mktemp("run") / "run")
+    mine = put_user_files(run, data)
     assume(mine)  # every name drawn was purerl's own: nothing of the user's to keep, and --overwrite may replace
     before = snapshot(run)
     monkeypatch.setattr(experiment.Placement, "for_members", reached)
@@ -121,3 +129,28 @@ def test_overwrite_refuses_and_deletes_nothing_for_user_files_at_any_depth(capsy
     assert code == 2 and err.count("\n") == 1, err
     assert snapshot(run) == before
     assert all(path.read_bytes() == content for path, content in mine.items())
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_overwrite_deletes_only_the_files_it_checked(tmp_path_factory, trained, data):
+    """The deletion itself checks the run again and goes file by file through what it checked (no folder is removed
+    whole): a user's file put there after `prepare` stops it before anything is deleted, and one put there after its
+    own check (patched in) survives with its folders, while everything else purerl wrote is gone."""
+    run = copy(trained, tmp_path_factory.mktemp("run") / "run")
+    config = rundir.read_config(run)
+    assert rundir.prepare(run, config, resume=False, overwrite=True) is False
+    checked = inventory.check_only_own(run)
+    mine = put_user_files(run, data)
+    assume(mine)
+    before = snapshot(run)
+    with pytest.raises(ConfigError, match="refusing to overwrite"):
+        rundir.start(run, config, resumed=False)
+    assert snapshot(run) == before
+    with pytest.MonkeyPatch.context() as patch:  # the user's files came after the check
+        patch.setattr(inventory, "check_only_own", lambda out: checked)
+        rundir.start(run, config, resumed=False)
+    assert all(path.read_bytes() == content for path, content in mine.items())
+    left = {p for p in run.rglob("*") if not p.is_dir() or p.is_symlink()}
+    assert left - set(mine) == {run / rundir.MARKER, run / rundir.CONFIG}
+    assert {p for p in run.rglob("*") if p.is_dir()} == {q for p in mine for q in p.parents if run in q.parents}

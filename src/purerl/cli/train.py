@@ -206,11 +206,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import numpy as np
 
     from purerl import stats
+    from purerl.algos import memory
     from purerl.run.policy import Policy, check_gif, load_run, members_evaluator, render_gif
 
     _hold_for_reading(args.run_dir)
     spec, members, train, state = load_run(args.run_dir)
-    files.check_replaceable(args.run_dir / EVAL_REPORT, None, own=_eval_record)  # all checked before evaluating
+    memory.evaluation_fits(train.env, len(members), args.episodes)  # all checked before evaluating
+    files.check_replaceable(args.run_dir / EVAL_REPORT, None, own=_eval_record)
     gif = None
     if args.gif is not None:
         gif = args.gif if args.gif.is_absolute() or args.gif.parent != Path(".") else args.run_dir / args.gif

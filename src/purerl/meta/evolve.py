@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
-from purerl.algos import loop
+from purerl.algos import loop, memory
 from purerl.meta.strategies import ESConfig, make_strategy
 from purerl.run.checkpoint import Checkpointer
 from purerl.checks import ConfigError
@@ -45,6 +45,7 @@ class MetaTask(NamedTuple):
     fitness: Callable[[jax.Array, Any], jax.Array]
     info: dict  # recorded in config.json (for example which fitness kind is used)
     cpu_group: int = 0  # inner training runs one CPU device runs at a time (its config's cpu_group)
+    run_bytes: int = 0  # a lower bound of one fitness evaluation's memory (its inner training run); 0: unknown
 
 
 def train_fitness(train, hp, kind: str, final_window: int = results.FINAL_WINDOW):
@@ -97,6 +98,7 @@ class Evolution:
         self._evaluate = batched(lambda meta, keys: per_candidate(keys, meta).mean(), self.placement,
                                  num_shared_args=1, cpu_group=candidates_per_group)
         self.chunk = self._chunk_size(memory_budget_bytes)
+        self._check_memory()
 
     def _chunk_size(self, memory_budget_bytes: float | None) -> int:
         """Candidates per compiled call: `max_parallel`, else what fits the memory budget, else all."""
@@ -108,6 +110,17 @@ class Evolution:
         per_device = memory_per_candidate(self)  # measured on a one-candidate-per-device program
         fits = int(memory_budget_bytes // per_device) * self.placement.num_devices
         return max(self.placement.num_devices, min(size, fits))
+
+    def _check_memory(self) -> None:
+        """One line before anything is written when a generation cannot fit this machine's memory: its population,
+        and the inner runs of the candidates evaluated at once (`chunk` x rollouts), at the task's `run_bytes`."""
+        size, rollouts = self.config.population_size, self.config.rollouts
+        numbers = sum(np.size(leaf) for leaf in jax.tree.leaves(self.task.template))
+        runs = self.chunk * rollouts
+        memory.refuse_beyond(runs * self.task.run_bytes + size * numbers * memory.BYTES,
+                             f"a generation of {size:,} candidates, {runs:,} training runs of at least "
+                             f"{self.task.run_bytes / 2**20:.2f} MiB at once, needs at least {{gib}}",
+                             "lower --population-size or --rollouts, or evaluate fewer at once (--max-parallel)")
 
     def evaluate(self, key: jax.Array, population: Any) -> np.ndarray:
         """Fitness of every candidate; the same rollout keys for all (common random numbers).

@@ -19,7 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from purerl import stats
+from purerl import envs, stats
 from purerl.version import __version__
 from purerl.algos import loop, registry
 from purerl.run import final_eval, log_backends, loggers, pbt, pbt_files, results, rundir
@@ -73,7 +73,8 @@ def run(
     """
     out = Path(out)
     members = spec.validate(train)
-    final_eval.check(final_eval_episodes)
+    final_eval.check(final_eval_episodes, spec.config, envs.make(spec.config.env) if train is None else train.env,
+                     len(members))
     num_updates = spec.config.num_updates
     chunk = (spec.pbt.chunk(num_updates, chunk_updates) if spec.pbt is not None
              else chunk_updates or max(1, math.ceil(num_updates / 25)))

@@ -150,13 +150,15 @@ class Record(dict):
 def read_json(path: Path, what: str, kind: type = dict):
     """The JSON in `path`, which must hold a `kind` (its objects `Record`s), or a one-line `ConfigError` naming the
     file and saying what is wrong: missing, unreadable, not UTF-8 JSON, nested deeper than MAX_DEPTH, an integer
-    longer than MAX_DIGITS, or another kind. `what` names what the file should hold ("a run's settings")."""
+    longer than MAX_DIGITS, a key given twice in one object, or another kind. `what` names what the file should
+    hold ("a run's settings")."""
     path = Path(path)
     try:
-        data = json.loads(_text(path), parse_int=_integer, object_hook=lambda pairs: Record(path, pairs))
+        data = json.loads(_text(path), parse_int=_integer,
+                          object_pairs_hook=lambda pairs: Record(path, _once(pairs)))
     except json.JSONDecodeError as error:
         raise ConfigError(f"{path} cannot be read as {what}: it is not JSON ({error})") from None
-    except ValueError as error:  # _text's and _integer's own, each one line
+    except ValueError as error:  # _text's, _once's and _integer's own, each one line
         raise ConfigError(f"{path} cannot be read as {what}: {error}") from None
     if not isinstance(data, kind):
         raise ConfigError(f"{path} cannot be read as {what}: it holds {_json_kind(data)}, not {_json_kind(kind())}")
@@ -192,6 +194,17 @@ def _check_depth(text: str) -> None:
         depth += _NESTS.get(token.group(), 0)  # a string token counts 0
         if depth > MAX_DEPTH:
             raise ValueError(f"it nests deeper than {MAX_DEPTH} levels")
+
+
+def _once(pairs: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    """An object's pairs, each key once: Python's parser would keep the last of two (a grid naming `lr` twice would
+    sweep only its second values), which purerl never writes and a reader cannot tell from the file."""
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"it names {key!r} twice in one object")
+        seen.add(key)
+    return pairs
 
 
 def _integer(digits: str) -> int:

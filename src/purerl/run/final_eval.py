@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl import stats
+from purerl.algos import memory
 from purerl.checks import MAX_EPISODES, ConfigError, shown
 from purerl.run.policy import members_evaluator
 
@@ -39,13 +40,16 @@ def default_episodes(config) -> int:
     return EPISODES if replay_learner(config) else 0
 
 
-def check(episodes, name: str = "final_eval_episodes") -> None:
-    """`episodes` is None (the rule above), 0 (none) or a count up to `MAX_EPISODES`: one line before any compile."""
-    if episodes is None:
-        return
-    if not isinstance(episodes, int) or isinstance(episodes, bool) or not 0 <= episodes <= MAX_EPISODES:
+def check(episodes, config, env, members: int, name: str = "final_eval_episodes") -> None:
+    """`episodes` is None (the rule above), 0 (none) or a count up to `MAX_EPISODES`, and the evaluation of
+    `members` on `env` fits this machine's memory (`memory.evaluation_fits`): one line before any compile."""
+    if episodes is not None and (not isinstance(episodes, int) or isinstance(episodes, bool)
+                                 or not 0 <= episodes <= MAX_EPISODES):
         raise ConfigError(f"{name} must be 0 (no evaluation) or a number of episodes up to {MAX_EPISODES:,}, "
                           f"got {shown(episodes)}")
+    episodes = default_episodes(config) if episodes is None else episodes
+    if episodes:
+        memory.evaluation_fits(env, members, episodes)
 
 
 def keys(seeds) -> jax.Array:

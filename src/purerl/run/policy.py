@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from purerl.algos import acting
+from purerl.algos import acting, memory
 from purerl.run import files, rundir
 from purerl.checks import ConfigError, shown
 
@@ -48,7 +48,9 @@ class Policy:
         return np.asarray(self._sample(key, obs))
 
     def evaluate(self, key: jax.Array, episodes: int = 100, sample: bool = False) -> np.ndarray:
-        """Returns of `episodes` fresh episodes played side by side, greedy or sampled, as `purerl eval` plays them."""
+        """Returns of `episodes` fresh episodes played side by side, greedy or sampled, as `purerl eval` plays them
+        (and refused in one line, as there, when they cannot fit this machine's memory)."""
+        memory.evaluation_fits(self.train.env, 1, episodes)
         return np.asarray(evaluate(self.train, self.params, self.obs_stats, key, episodes, sample, self.hp))
 
     def step(self, carry, obs, reset, key: jax.Array | None = None):

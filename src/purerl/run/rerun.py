@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 
+from purerl.algos import registry
 from purerl.algos.ppo_config import HyperParams, PPOConfig
 from purerl.checks import ConfigError, seed_range
 from purerl.run import records, rundir
+from purerl.run.pbt_config import PBTConfig
 from purerl.run.files import read_json
 from purerl.run.trainspec import TrainSpec, check_types
 
@@ -43,6 +46,7 @@ def load_spec(path: Path, flag: str = "--config"):
         raise ConfigError(f"{flag}: {path} records {'a ' + repr(kind) + ' run' if kind else 'no purerl run'}, "
                           "not a training run (purerl train writes RUN/config.json)")
     try:
+        check_record(data, path)
         spec = spec_from_record(data, path.parent)
         check_types(spec)
         _check_words(spec)
@@ -51,6 +55,53 @@ def load_spec(path: Path, flag: str = "--config"):
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise ConfigError(f"{flag}: {path} is not a valid training record ({type(error).__name__}: {error})") from None
     return spec
+
+
+def check_record(data: dict, path: Path) -> None:
+    """A training record is read whole, as the flags are: every field purerl records present (`pbt` and `python`
+    only where it recorded them), no other, each grid name once, a preset of its algorithm, every number finite. A
+    field left out would otherwise become its default, and the record of one experiment would train another."""
+    _check_keys(data, set(TrainSpec(PPOConfig()).to_json()), ("pbt", "python"), "", path)
+    if not isinstance(data["algo"], str):
+        raise TypeError(f"algo must be a string, got {data['algo']!r}")
+    algorithm = registry.get(data["algo"])
+    _check_keys(data["config"], {f.name for f in dataclasses.fields(algorithm.config)}, (), "config.", path)
+    _check_keys(data["hyperparams"], set(algorithm.hyperparams._fields), (), "hyperparams.", path)
+    if "pbt" in data:
+        _check_keys(data["pbt"], {f.name for f in dataclasses.fields(PBTConfig)}, (), "pbt.", path)
+    names = [name for name, _ in records.grid_pairs(data)]
+    twice = [name for i, name in enumerate(names) if name in names[:i]]
+    if twice:
+        raise ConfigError(f"{path} sweeps {twice[0]} twice in its grid: a grid gives each hyperparameter one list")
+    if data["preset"] is not None and data["preset"] not in algorithm.presets:
+        raise ConfigError(f"{path} records the preset {data['preset']!r}, which is not one of {algorithm.name}'s "
+                          f"({', '.join(algorithm.presets)})")
+    for where, number in _non_finite(data):
+        raise ConfigError(f"{path} holds {number} at {where}: every number of a record is finite")
+
+
+def _check_keys(part, expected: set[str], optional: tuple[str, ...], prefix: str, path: Path) -> None:
+    """`part` of a record is an object with exactly the `expected` keys (and any of `optional`)."""
+    if not isinstance(part, dict):
+        raise TypeError(f"{prefix.rstrip('.') or 'the record'} must be an object, got {part!r}")
+    missing = sorted(expected - set(part))
+    if missing:
+        raise ConfigError(f"{path} has no {prefix}{missing[0]}: a record is read whole, never filled in with defaults")
+    unknown = sorted(set(part) - expected - set(optional))
+    if unknown:
+        raise ConfigError(f"{path} holds {prefix}{unknown[0]}, which is no field of a training record")
+
+
+def _non_finite(value, where: str = ""):
+    """(where, number) for every infinite or NaN number in a record (JSON's `Infinity` and `NaN` read as floats)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, f"{where}.{key}" if where else key)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _non_finite(item, where)
+    elif isinstance(value, float) and not math.isfinite(value):
+        yield where, value
 
 
 def _check_words(spec) -> None:

@@ -7,7 +7,8 @@ and `start` (before anything is written), so they share the same guarantees:
 - `--resume` needs a directory that holds a run with the same settings, and never starts
   a fresh one silently;
 - `--overwrite` only ever deletes a directory that carries the marker and holds nothing
-  but what purerl writes; `.`, the home directory and `/` are never deleted;
+  but what purerl writes, and deletes it file by file, each one checked (`inventory`); `.`,
+  the home directory and `/` are never deleted;
 - an unwritable destination is refused up front, not found out by a traceback.
 """
 
@@ -15,57 +16,26 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from purerl.checks import ConfigError
+from purerl.run.inventory import CHECKPOINT, check_only_own, delete_own, is_temporary, own_name, register_files
 from purerl.run.runlock import LOCK
 from purerl.run import records, runlock
-from purerl.run.files import files_under, read_json, temporary_name, write_atomic
+from purerl.run.files import read_json, write_atomic
 
 MARKER = ".purerl-run"
 CONFIG = "config.json"
-CHECKPOINT = "checkpoint"
 PROVENANCE = "provenance.json"
-# The files purerl writes at the top of a run directory, by exact name: each module that writes one registers
-# it (`register_files`) where it defines it, so this module names none but its own. With the folders that a
-# library writes whole (orbax checkpoints, TensorBoard, W&B), they are what `--overwrite` may delete. Anything
-# else is kept, and `--overwrite` refuses while it is there: a user's file, an analysis another command wrote
-# into the run (its notes may sit beside it), a GIF under a name of the user's choosing.
-_OWN_FILES = {MARKER, CONFIG, PROVENANCE}
-OWN_FOLDERS = (CHECKPOINT, "tensorboard", "wandb")
-# What the libraries write inside those folders, recognised file by file at every depth: orbax's step folders by
-# the inventory each records (`checkpoint.foreign_in_step`), tensorboardX's event files (in folders per setting
-# and seed), and W&B's run folders, logs and link to the latest run, by the names W&B gives them. Anything else
-# there (a user's notes, a notebook, a folder of theirs with a digit name) is the user's, and `--overwrite`
-# refuses while it is.
-_STEP = re.compile(r"\d+(\.orbax-checkpoint-tmp.*)?")
-_WANDB_RUN = re.compile(r"(offline-)?run-\d{8}_\d{6}-\w+")
-_WANDB_TOP = re.compile(r"debug(-internal|-cli\.[\w.-]+)?\.log")
-_WANDB_IN_RUN = re.compile(r"run-\w+\.wandb(\.synced)?|logs/debug(-internal|-core)?\.log|files/(config\.yaml|"
-                           r"output\.log|requirements\.txt|wandb-metadata\.json|wandb-summary\.json|"
-                           r"conda-environment\.yaml|diff\.patch)")
+register_files(MARKER, CONFIG, PROVENANCE)
 
 
 def owns(path: Path) -> bool:
     """`path` is one of a run directory's own files (`register_files`) inside a purerl run."""
     path = Path(path)
-    return path.name in _OWN_FILES and marked(path.parent)
-
-
-def register_files(*names: str) -> None:
-    """Declare file names that a writer puts at the top of run directories, so that `--overwrite` and `--resume`
-    know them as purerl's."""
-    _OWN_FILES.update(names)
-
-
-def _temporary(name: str) -> bool:
-    """`name` is what a write of one of purerl's files, cut short, leaves behind: the temporary name
-    `files.temporary` writes through (and those of releases before it: `.NAME.tmp`, `.STEM.tmp.png`)."""
-    return any(name in (temporary_name(own), f".{own}.tmp", f".{Path(own).stem}.tmp.png") for own in _OWN_FILES)
+    return own_name(path.name) and marked(path.parent)
 
 
 def read_config(out: Path) -> dict:
@@ -109,61 +79,16 @@ def only_marker(out: Path) -> bool:
     config.json written (a full disk, a kill), which starts afresh."""
     out = Path(out)
     names = {p.name for p in out.iterdir()} if out.is_dir() else set()
-    return MARKER in names and all(name in (MARKER, LOCK) or _temporary(name) for name in names)
-
-
-def _foreign_in_checkpoints(folder: Path) -> list[str]:
-    """Paths under checkpoint/ that orbax did not write: outside a step folder, or not in its inventory."""
-    from purerl.run.checkpoint import foreign_in_step  # here, not at the top: it imports orbax
-
-    foreign = []
-    for entry in sorted(folder.iterdir()):
-        if entry.is_dir() and not entry.is_symlink() and _STEP.fullmatch(entry.name):
-            foreign += [f"{CHECKPOINT}/{entry.name}/{path}" for path in foreign_in_step(entry)]
-        else:
-            foreign.append(f"{CHECKPOINT}/{entry.name}")
-    return foreign
-
-
-def _wandb_own(path: Path, folder: Path) -> bool:
-    """`path`, under wandb/, is a file W&B writes: its debug logs, the link to its latest run, its run's files."""
-    parts = path.relative_to(folder).parts
-    if len(parts) == 1:
-        if parts[0] == "latest-run":  # W&B's is a link to one of its run folders, never a file
-            return path.is_symlink() and bool(_WANDB_RUN.fullmatch(Path(os.readlink(path)).name))
-        return bool(_WANDB_TOP.fullmatch(parts[0]))
-    return (not path.is_symlink() or parts[-1] == "debug-core.log") and bool(_WANDB_RUN.fullmatch(parts[0])) \
-        and bool(_WANDB_IN_RUN.fullmatch("/".join(parts[1:])))
-
-
-def _foreign_inside(folder: Path) -> list[str]:
-    """Paths under one of OWN_FOLDERS, at any depth, that no library of purerl's wrote there (empty folders hold
-    nothing of anyone's)."""
-    if folder.name == CHECKPOINT:
-        return _foreign_in_checkpoints(folder)
-    if folder.name == "tensorboard":  # event files only, in folders named by setting and seed
-        own = lambda p: not p.is_symlink() and p.name.startswith("events.out.tfevents.")  # noqa: E731
-    else:
-        own = lambda p: _wandb_own(p, folder)  # noqa: E731
-    return [str(p.relative_to(folder.parent)) for p in files_under(folder) if not own(p)]
-
-
-def foreign_entries(out: Path) -> list[str]:
-    """Paths in `out` that `--overwrite` must not delete: everything but purerl's own, at the top and inside
-    the folders libraries write (checkpoint/, tensorboard/, wandb/)."""
-    foreign = []
-    for entry in sorted(out.iterdir()):
-        if entry.is_dir() and not entry.is_symlink():
-            foreign += _foreign_inside(entry) if entry.name in OWN_FOLDERS else [entry.name]
-        elif not (entry.name in _OWN_FILES or _temporary(entry.name) or entry.name == LOCK):
-            foreign.append(entry.name)
-    return foreign
+    return MARKER in names and all(name in (MARKER, LOCK) or is_temporary(name) for name in names)
 
 
 def check_writable(out: Path) -> None:
     """Refuse a destination that cannot be created or written (a file in its path, no permission, read-only)."""
     ancestor = out
     while not ancestor.exists():
+        if ancestor.is_symlink():  # a link to nothing: creating the folder would fail with "File exists"
+            raise ConfigError(f"cannot create {out}: {ancestor} is a link to {os.readlink(ancestor)}, which does not "
+                              "exist; remove the link or choose another path")
         if ancestor.parent == ancestor:
             break
         ancestor = ancestor.parent
@@ -224,10 +149,7 @@ def prepare(out: Path, config: dict[str, Any], resume: bool | str, overwrite: bo
                               "choose another --out, or --overwrite to replace it")
         if _protected(out):
             raise ConfigError(f"refusing to overwrite {out}: it is the current, home or root directory")
-        foreign = foreign_entries(out)
-        if foreign:
-            raise ConfigError(f"refusing to overwrite {out}: it holds files purerl did not write or does not replace "
-                              f"({', '.join(foreign[:3])}); move them out first")
+        check_only_own(out)
     check_writable(out)
     return False
 
@@ -283,11 +205,8 @@ def start(out: Path, config: dict[str, Any], resumed: bool) -> None:
         runlock.lock(out)  # before anything is deleted or written: a second writer of this directory is refused
     else:
         runlock.check_unlocked(out)
-    if not resumed and marked(out) and not foreign_entries(out) and not _protected(out):
-        for entry in out.iterdir():  # only purerl's own entries are left here: prepare checked
-            if entry.name == LOCK:
-                continue
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    if not resumed and marked(out) and not _protected(out):
+        delete_own(out)
     recorded = json.loads(json.dumps(records.comparable(config)))  # as config.json reads back
     write_atomic(out / MARKER, json.dumps({"purerl_run": True, "config": recorded}) + "\n")
     write_atomic(out / CONFIG, json.dumps(recorded, indent=2, sort_keys=True))

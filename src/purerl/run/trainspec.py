@@ -67,9 +67,10 @@ class TrainSpec:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainSpec:
+        """The spec of a record that `rerun.check_record` read whole."""
         config = dict(data["config"])
         config["hidden_sizes"] = tuple(config["hidden_sizes"])
-        algorithm = registry.get(data.get("algo", "ppo"))
+        algorithm = registry.get(data["algo"])
         return cls(
             config=algorithm.config(**config),
             hyperparams=algorithm.hyperparams(**data["hyperparams"]),
@@ -77,9 +78,9 @@ class TrainSpec:
             grid={k: list(v) for k, v in records.grid_pairs(data)},
             objective=data["objective"],
             value_loss=data["value_loss"],
-            preset=data.get("preset"),
+            preset=data["preset"],
             algo=algorithm.name,
-            network=data.get("network", "mlp"),
+            network=data["network"],
             python=dict(data.get("python") or {}),
             pbt=PBTConfig.from_json(data["pbt"]) if data.get("pbt") is not None else None,
         )

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from purerl import envs
-from purerl.algos import objectives
+from purerl.algos import memory, objectives
 from purerl.algos.ppo import make_train
 from purerl_lab.studies.dpo.compare import run_name
 from purerl.algos import ppo_config
@@ -68,6 +68,7 @@ def make_task(preset: str = "cpu", total_timesteps: int | None = None, fitness: 
         info={"env": env_name, "fitness": fitness, "total_timesteps": config.total_timesteps,
               "num_envs": config.num_envs, "num_steps": config.num_steps},
         cpu_group=config.cpu_group,
+        run_bytes=memory.ppo_bytes(config, train.env),
     )
 
 

@@ -50,7 +50,24 @@ def design_of(args):
     if args.fresh_seeds:
         design = design.with_fresh_seeds()
     design.validate()
+    _check_memory(design)
     return design
+
+
+RECORD_BYTES = 2048  # a run's record while the study starts, in Python's objects (measured: 2.3 KB)
+
+
+def _check_memory(design) -> None:
+    """One line before anything is written when the study cannot fit this machine's memory: it holds every run's
+    record at once while it starts (`rundir.prepare_each`), and plays `--episodes` for each repetition's best."""
+    from purerl import envs
+    from purerl.algos import memory
+    from purerl_lab.studies.pbt.design import METHODS
+
+    runs = len(METHODS) * design.repetitions
+    memory.refuse_beyond(runs * RECORD_BYTES, f"{runs:,} runs' records, held at once as the study starts, need at "
+                         "least {gib}", "lower --repetitions")
+    memory.evaluation_fits(envs.make(design.base.config.env), 1, design.episodes)
 
 
 def run_cli(args) -> int:

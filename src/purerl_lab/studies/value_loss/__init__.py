@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from purerl import envs, stats
+from purerl.algos import memory
 from purerl.algos.objectives import (clipped_l2, init_mlp_value_loss_params, init_value_loss_params, l2,
                                      learned_value_loss, mlp_value_loss)
 from purerl.algos.ppo import make_train
@@ -129,6 +130,7 @@ def make_task(preset: str = "cpu", total_timesteps: int | None = None, fitness: 
               "value_loss": FORMS[loss_form].description}
              | ({} if loss_form == DEFAULT_FORM else {"loss_form": loss_form}),
         cpu_group=config.cpu_group,
+        run_bytes=memory.ppo_bytes(config, train.env),
     )
 
 
