@@ -41,11 +41,18 @@ def _without_game(path: Path) -> None:
     path.write_text(json.dumps(table))
 
 
+def _the_study_s(path: Path) -> None:
+    """A replication's record replaced by its study's (the same env)."""
+    path.write_bytes(path.with_name(path.name.removeprefix("fresh_")).read_bytes())
+
+
 @pytest.mark.parametrize("document, record, damage, words", [
     ("dpo.md", "dpo/CartPole-v1.json", Path.unlink, "part CartPole-v1: dpo/CartPole-v1.json cannot be read"),
     ("dpo.md", "dpo/CartPole-v1.json", _empty, "part CartPole-v1: dpo/CartPole-v1.json lacks env, objectives"),
     ("act.md", "act/test_time.json", _empty, "part test-time: act/test_time.json lacks env, seeds, goal_return"),
     ("pbt.md", "pbt/Acrobot-v1.json", Path.unlink, "part Acrobot-v1: pbt/Acrobot-v1.json cannot be read"),
+    ("pbt.md", "pbt/fresh_Acrobot-v1.json", _the_study_s,
+     "part fresh_Acrobot-v1: pbt/fresh_Acrobot-v1.json is the record of the study"),
     ("mfos.md", "mfos/table.json", _without_game, "part imp: mfos/table.json lacks games.imp"),
 ])
 def test_a_render_from_a_missing_or_incomplete_record_is_refused_in_one_line_and_writes_nothing(

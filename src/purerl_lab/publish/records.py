@@ -26,11 +26,19 @@ class Record:
     path: str
     keys: tuple[tuple[str, ...], ...]  # key paths into the JSON object, each one the renderer indexes
     env: str | None = None  # the record's "env" must be this: a per-env record filed under its part's name
+    fresh: bool | None = None  # the record's "fresh_seeds" must be this: a replication's record is not the study's
 
 
 def _per_env(*keys: str):
     """dpo, pbt and offpolicy: one STEM/ENV.json per env part (`files.slug` names it), tabled by its "env"."""
     return lambda stem, part: Record(f"{stem}/{files.slug(part)}.json", tuple((k,) for k in ("env", *keys)), part)
+
+
+def _pbt(stem: str, part: str) -> Record:
+    """pbt: a part per task (ENV.json) and per task's replication on fresh seeds (fresh_ENV.json)."""
+    env = part.removeprefix("fresh_")
+    keys = ("env", "fresh_seeds", "methods", "pbt", "repetitions")
+    return Record(f"{stem}/{files.slug(part)}.json", tuple((k,) for k in keys), env, fresh=part != env)
 
 
 _ACT = {"train-time": ("train_time.json", "mean_return_over_training"),
@@ -56,7 +64,7 @@ def _mfos(stem: str, part: str) -> Record:
 
 LAYOUT = {
     "dpo": _per_env("objectives", "env_steps_per_run", "seeds"),
-    "pbt": _per_env("methods", "pbt", "repetitions"),
+    "pbt": _pbt,
     "offpolicy": _per_env("algorithms", "evaluation", "marks"),
     "act": _act,
     "value_loss": _value_loss,
@@ -90,6 +98,8 @@ def _problem(results_dir: Path, part: str, record: Record, hashes: dict) -> str 
         return f"part {part}: {record.path} lacks {', '.join(absent)}"
     if record.env is not None and data["env"] != record.env:
         return f"part {part}: {record.path} is the record of {data['env']}"
+    if record.fresh is not None and data["fresh_seeds"] != record.fresh:
+        return f"part {part}: {record.path} is the record of {'a replication' if data['fresh_seeds'] else 'the study'}"
     recorded = hashes.get(record.path)
     if recorded is not None and hashlib.sha256(path.read_bytes()).hexdigest() != recorded:
         return f"part {part}: {record.path} is not the record the manifest vouches for (its sha256 differs)"
