@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import jax.numpy as jnp
 
-from purerl.checks import MAX_DIMENSION, MAX_INT32, ConfigError, check_counts, check_field_types
+from purerl.checks import MAX_DIMENSION, MAX_INT32, ConfigError, check_counts, shown, check_field_types
 
 
 def validate_concrete(hp) -> None:
@@ -95,7 +95,7 @@ class RolloutShape:
         if not self.hidden_sizes or any(not 0 < h <= MAX_DIMENSION for h in self.hidden_sizes):
             raise ConfigError(f"hidden-sizes must be integers in [1, {MAX_DIMENSION:,}], got {self.hidden_sizes}")
         if self.activation not in ACTIVATIONS:
-            raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got '{self.activation}'")
+            raise ConfigError(f"activation must be one of {sorted(ACTIVATIONS)}, got {shown(self.activation)}")
         if not 0 <= self.cpu_group <= MAX_DIMENSION:
             raise ConfigError(f"cpu-group must be an integer in [0, {MAX_DIMENSION:,}] (0: all members at once), "
                               f"got {self.cpu_group}")

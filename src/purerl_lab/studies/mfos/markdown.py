@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from purerl_lab.publish import document
-from purerl_lab.studies.mfos import summary
 from purerl_lab.studies.mfos.baselines import SHAPERS
 from purerl_lab.studies.mfos.report import PAPER, PAPER_SOURCES, POLICY_LABELS, format_cell
 from purerl_lab.studies.mfos.settings import META_EPISODE, OPPONENTS, TRAIN_GAMES
@@ -18,6 +17,8 @@ _ROW_ORDER = [f"{a} vs {b}" for b in OPPONENTS for a in SHAPERS + ("mfos",)] + [
 def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
     """REPORT from a table record (table.json); its data and plots are in REPORT_STEM/ beside it. `shown`: the
     path the document gives for itself in commands (default REPORT)."""
+    from purerl_lab.studies.mfos import summary  # its statistics load scipy: not while `purerl mfos` parses flags
+
     s = record["settings"]
     data = f"{report.stem}/table.json"
     n_seeds = len(record["seeds"])
