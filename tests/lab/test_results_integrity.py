@@ -14,7 +14,7 @@ import pytest
 from purerl.cli import main
 from purerl.checks import ConfigError
 from purerl.meta import evolve, strategies
-from purerl_lab.publish import fingerprint, provenance, records, staleness
+from purerl_lab.publish import document, fingerprint, provenance, records, staleness
 from purerl.run import rundir, runlock
 
 BRAX_PARTS = [("dpo.md", "brax:ant"), ("dpo.md", "brax:halfcheetah"), ("offpolicy.md", "brax:hopper")]
@@ -166,3 +166,18 @@ def test_only_a_package_missing_here_makes_a_part_uncheckable(monkeypatch, reaso
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "brax" else real(name, *rest))
     assert staleness.missing_package(reason) == needs
+
+
+def test_marking_writes_each_provenance_bullet_again_as_it_reruns_from_a_clone(results):
+    """A document written before commands were shown portable (mfos_paper.md: no renderer) loses the runner's
+    folder at the next --mark; a document whose bullets are its own words (value_loss.md's stages) keeps them."""
+    paper, value_loss = results / "mfos_paper.md", results / "value_loss.md"
+    part = provenance.read_manifest(results)["mfos_paper.md"]["parts"]["ipd-vs-nl"]
+    old = "- **ipd-vs-nl**: `purerl mfos --out /root/purerl-runs/regen2/mfos-paper-ipd-nl` at an older commit."
+    paper.write_text("\n".join(old if line.startswith("- **ipd-vs-nl**: `") else line
+                               for line in paper.read_text().split("\n")))
+    before = value_loss.read_text()
+    assert staleness.remark(paper) and not staleness.remark(value_loss) and value_loss.read_text() == before
+    text = paper.read_text()
+    assert "/root/" not in text and f"- **ipd-vs-nl**: {document.describe(part)}" in text
+    assert "--out RUNS/mfos-paper-ipd-nl" in text

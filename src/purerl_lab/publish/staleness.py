@@ -55,19 +55,26 @@ def remark(path: Path) -> bool:
     entries = provenance.read_manifest(path.parent)[path.name]
     stale = {name: part["stale"] for name, part in entries["parts"].items() if part.get("stale")}
     old = path.read_text()
-    text = marked(old, entries["study"], stale, document.missing_parts(entries["study"], entries["parts"]))
+    text = marked(old, entries["study"], stale, document.missing_parts(entries["study"], entries["parts"]),
+                  entries["parts"])
     if text != old:
         write_atomic(path, text)
     return text != old
 
 
-def marked(text: str, study_name: str, stale: dict[str, str], missing: list[str] = ()) -> str:
-    """`text` with its stale notice and marks replaced by those of `stale` ({part: why}), and its block of deliberate
-    differences by the catalog's current one (`publish.differences`): both are generated text."""
+def marked(text: str, study_name: str, stale: dict[str, str], missing: list[str] = (), parts: dict | None = None) -> str:
+    """`text` with its stale notice and marks replaced by those of `stale` ({part: why}), its block of deliberate
+    differences by the catalog's current one (`publish.differences`), and each part's provenance bullet, where the
+    document has `document.provenance_lines`' (`- **part**: `command` ...`), by the words `document.describe` gives
+    its manifest entry in `parts` now (a recorded command as it reruns from a clone, say): all generated text."""
     lines = differences.without_block(text.split("\n"), document.NOTICE_START, document.NOTICE_END)
     lines = [line.replace(document.STALE_MARK, "") for line in differences.refreshed(lines, study_name)]
     study = provenance.STUDIES.get(study_name)
     titles = dict(study.row_titles) if study else {}
+    for i, line in enumerate(lines):
+        name = next((n for n in parts or {} if line.startswith(f"- **{n}**: `")), None)
+        if name is not None:  # the part's provenance bullet (`document.provenance_lines`'), in today's words
+            lines[i] = f"- **{name}**: {document.describe(parts[name])}"
     for i, line in enumerate(lines):
         for name in stale:
             row = titles.get(name, name)
