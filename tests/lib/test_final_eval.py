@@ -162,3 +162,17 @@ def test_a_member_whose_evaluation_is_not_finite_is_named_in_the_table(capsys):
     print_summary(Path("run"), summary)
     printed = " ".join(capsys.readouterr().out.split())
     assert "-155.0" in printed and "not finite" in printed and "-120.0, nan" in printed
+
+
+def test_the_env_is_built_for_the_memory_check_only_where_there_is_an_evaluation():
+    from purerl.algos.ppo_config import PPOConfig
+    from purerl.envs import make
+
+    def no_env():
+        raise AssertionError("built an env for a run that plays no evaluation")
+
+    final_eval.check(0, CONFIG, no_env, 4)  # asked for none
+    final_eval.check(None, PPOConfig(), no_env, 4)  # none by the rule: an on-policy learner's run
+    built = []
+    final_eval.check(None, CONFIG, lambda: built.append(1) or make("Pendulum-v1"), 4)  # a replay learner's: sized
+    assert built == [1]

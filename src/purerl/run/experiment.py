@@ -73,8 +73,8 @@ def run(
     """
     out = Path(out)
     members = spec.validate(train)
-    final_eval.check(final_eval_episodes, spec.config, envs.make(spec.config.env) if train is None else train.env,
-                     len(members))
+    final_eval.check(final_eval_episodes, spec.config,
+                     lambda: envs.make(spec.config.env) if train is None else train.env, len(members))
     num_updates = spec.config.num_updates
     chunk = (spec.pbt.chunk(num_updates, chunk_updates) if spec.pbt is not None
              else chunk_updates or max(1, math.ceil(num_updates / 25)))

@@ -40,16 +40,17 @@ def default_episodes(config) -> int:
     return EPISODES if replay_learner(config) else 0
 
 
-def check(episodes, config, env, members: int, name: str = "final_eval_episodes") -> None:
+def check(episodes, config, env_of, members: int, name: str = "final_eval_episodes") -> None:
     """`episodes` is None (the rule above), 0 (none) or a count up to `MAX_EPISODES`, and the evaluation of
-    `members` on `env` fits this machine's memory (`memory.evaluation_fits`): one line before any compile."""
+    `members` on the env `env_of()` gives fits this machine's memory (`memory.evaluation_fits`): one line before any
+    compile. The env is asked for only where there is an evaluation to size: a run without one builds none here."""
     if episodes is not None and (not isinstance(episodes, int) or isinstance(episodes, bool)
                                  or not 0 <= episodes <= MAX_EPISODES):
         raise ConfigError(f"{name} must be 0 (no evaluation) or a number of episodes up to {MAX_EPISODES:,}, "
                           f"got {shown(episodes)}")
     episodes = default_episodes(config) if episodes is None else episodes
     if episodes:
-        memory.evaluation_fits(env, members, episodes)
+        memory.evaluation_fits(env_of(), members, episodes)
 
 
 def keys(seeds) -> jax.Array:
