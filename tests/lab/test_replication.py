@@ -146,3 +146,14 @@ def test_a_pending_replication_names_the_registered_command_on_fresh_seeds_outsi
     assert parse_command(fresh).seed == replication.FRESH_SEED_START  # the command's own parser takes it
     assert shlex.split(command.replace("{runs}", f"{document.RUNS}/fresh"))[:3] == words[:3]
     assert f"`{fresh}`" in replication.pending(command)
+
+
+def test_a_paired_comparison_is_the_seeds_difference_and_its_p_value_and_the_primary_row_comes_first():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(1.0, 1.0, 12), rng.normal(0.0, 1.0, 12)
+    c = replication.Comparison.paired(("x",), "A against B?", a, b, digits=2)
+    assert c.study == stats.paired_difference(a, b) and c.study_p == stats.paired_p_value(a, b) and c.digits == 2
+    judged = replication.judge([c, replication.Comparison.paired(("p",), "The primary?", b, a, primary=True)])
+    table = replication.summary(judged, [("x",), ("p",)])  # the primary given last
+    rows = [line for line in table if line.startswith("| ") and "?" in line]
+    assert rows[0].startswith("| **Primary:** The primary?") and rows[1].startswith("| A against B?")

@@ -39,6 +39,12 @@ class Comparison:
     verdict: str = ""
     digits: int = 1
 
+    @classmethod
+    def paired(cls, key: tuple, question: str, a, b, **fields) -> Comparison:
+        """A - B on the same seeds (one value each, in the same order): its `stats.paired_difference` and
+        `stats.paired_p_value`, what every study's comparison is made of."""
+        return cls(key, question, stats.paired_difference(a, b), stats.paired_p_value(a, b), **fields)
+
 
 def judge(comparisons: list[Comparison]) -> list[Comparison]:
     """Each comparison's verdict: the primary one by its own 95% CI, the others Holm-corrected as one family."""
@@ -55,13 +61,13 @@ def bold(comparison: Comparison) -> bool:
 
 
 def summary(comparisons: list[Comparison], rows: list[tuple], words: list[str] = ()) -> list[str]:
-    """The table a document opens with: a row per question of `rows` (keys of judged `comparisons`), with its
-    effect on the study's seeds and on fresh ones and whether it replicated, then `words` (paragraphs) and the rule,
-    between markers (`after_summary`)."""
+    """The table a document opens with: a row per question of `rows` (keys of judged `comparisons`; the primary
+    one first, the others in their order), with its effect on the study's seeds and on fresh ones and whether it
+    replicated, then `words` (paragraphs) and the rule, between markers (`after_summary`)."""
     by_key = {c.key: c for c in comparisons}
     lines = [START, "| question | study seeds: paired mean [95% CI] (n) | fresh seeds: paired mean [95% CI] (n) | "
              "verdict |", "|---|---|---|---|"]
-    for key in rows:
+    for key in sorted(rows, key=lambda key: not (key in by_key and by_key[key].primary)):
         c = by_key.get(key)
         if c is None:
             continue

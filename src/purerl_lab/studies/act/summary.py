@@ -44,8 +44,8 @@ def lines(evaluations: dict[str, tuple[str, dict]], pairs: dict[str, list[tuple[
     """The summary block: a row per evolved run against no messages, and per test-time joint run against each
     exploiter baseline; the headline; the test; what its replication would run."""
     judged = comparisons(evaluations, pairs)
-    rows = sorted((c.key for c in judged if c.key[2] == BASELINES[0] or c.key[0] == "test-time"
-                   and c.key[2] != "random shaper"), key=lambda key: key != PRIMARY)
+    rows = [c.key for c in judged if c.key[2] == BASELINES[0] or c.key[0] == "test-time"
+            and c.key[2] != "random shaper"]
     words = [replication.headline(judged, f"Does the evolved anti adversary ({PRIMARY[1]}) lower the victim's "
                                   f"return against no messages, {PRIMARY[0]} (the question named in advance)?",
                                   {"better": "higher", "worse": "lower"}),

@@ -8,7 +8,6 @@ PPO's return late in the budget comes from the same runs as its final one.
 
 from __future__ import annotations
 
-from purerl import stats
 from purerl.run import results
 from purerl_lab.publish import provenance, replication
 
@@ -42,8 +41,7 @@ def comparisons(records: list[dict], late: float) -> list[replication.Comparison
 
 
 def _paired(key: tuple, question: str, a: dict, b: dict) -> replication.Comparison:
-    return replication.Comparison(key, question, stats.paired_difference(a["values"], b["values"]),
-                                  stats.paired_p_value(a["values"], b["values"]), primary=key == PRIMARY)
+    return replication.Comparison.paired(key, question, a["values"], b["values"], primary=key == PRIMARY)
 
 
 def lines(records: list[dict], late: float) -> list[str]:
@@ -51,8 +49,7 @@ def lines(records: list[dict], late: float) -> list[str]:
     training task), the headline, what each row tests and what its replication would run."""
     judged = comparisons(records, late)
     keys = [c.key for c in judged]
-    rows = [PRIMARY] * (PRIMARY in keys) + [k for k in keys if k[1:] == ("dpo", "ppo") and k != PRIMARY] + [
-        k for k in keys if len(k) == 4]
+    rows = [k for k in keys if k[1:] == ("dpo", "ppo")] + [k for k in keys if len(k) == 4]
     said = {"better": "DPO ahead", "worse": "PPO ahead"}
     words = [replication.headline(judged, f"Does DPO beat PPO on {PRIMARY[0]}, the task the authors evolved "
                                   "LPO on (the question named in advance)?", said),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from purerl import stats
 from purerl_lab.publish import provenance, replication
 from purerl_lab.studies.mfos.settings import GAME_NAMES, OPPONENTS
 
@@ -27,10 +26,9 @@ def comparisons(record: dict) -> list[replication.Comparison]:
         for opponent in (o for o in OPPONENTS if f"mfos vs {o}" in rows):
             mfos, other = np.asarray(rows[f"mfos vs {opponent}"]["final_by_seed"], np.float64).T
             who = opponent.upper()
-            found.append(replication.Comparison(
+            found.append(replication.Comparison.paired(
                 (game, opponent), f"M-FOS against {who} in the {game.upper()}: M-FOS's reward minus {who}'s?",
-                stats.paired_difference(mfos, other), stats.paired_p_value(mfos, other),
-                primary=(game, opponent) == PRIMARY, digits=2))
+                mfos, other, primary=(game, opponent) == PRIMARY, digits=2))
     return replication.judge(found)
 
 
@@ -38,11 +36,10 @@ def lines(record: dict) -> list[str]:
     """The summary block: every comparison a row, the primary first; the headline, the test and the command its
     replication would run."""
     judged = comparisons(record)
-    rows = sorted((c.key for c in judged), key=lambda key: key != PRIMARY)
     words = [replication.headline(judged, "Does M-FOS come out ahead of a naive learner in the IPD (the question "
                                   "named in advance)?", {"better": "M-FOS ahead", "worse": "the NL ahead"}),
              "Each row: the mean over seeds of a seed's M-FOS reward per step minus its opponent's, both over the "
              "last 10% of that seed's training meta-episodes (paired within the seed). Seeds whose value is not "
              "finite give their row no interval.",
              replication.pending(provenance.STUDIES["mfos"].commands_of(PRIMARY[0])[0])]
-    return replication.summary(judged, rows, words)
+    return replication.summary(judged, [c.key for c in judged], words)

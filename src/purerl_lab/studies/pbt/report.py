@@ -54,10 +54,9 @@ def comparisons(records: list[dict]) -> list[replication.Comparison]:
         for a, b in PAIRS:
             x, y = _evaluated(study[env], a), _evaluated(study[env], b)
             again = fresh.get(env)
-            found.append(replication.Comparison(
-                (env, a, b), f"{METHODS[a]} against {METHODS[b]} on {env}?", stats.paired_difference(x, y),
-                stats.paired_p_value(x, y),
-                stats.paired_difference(_evaluated(again, a), _evaluated(again, b)) if again else None,
+            found.append(replication.Comparison.paired(
+                (env, a, b), f"{METHODS[a]} against {METHODS[b]} on {env}?", x, y,
+                fresh=stats.paired_difference(_evaluated(again, a), _evaluated(again, b)) if again else None,
                 primary=(env, a, b) == PRIMARY))
     return replication.judge(found)
 

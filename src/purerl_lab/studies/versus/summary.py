@@ -9,7 +9,6 @@ episodes. The sections below keep their own test (two IQMs' 95% CIs apart, `desi
 
 from __future__ import annotations
 
-from purerl import stats
 from purerl_lab.publish import provenance, replication
 from purerl_lab.studies.versus.design import MARKS
 from purerl_lab.studies.versus.evaluation import MODES
@@ -30,10 +29,9 @@ def comparisons(records: list[dict]) -> list[replication.Comparison]:
                     x = a["evaluated"][mode][i]["return"]["values"]
                     y = ours["evaluated"][mode][i]["return"]["values"]
                     key = (r["env"], algo, mode, fraction)
-                    found.append(replication.Comparison(
+                    found.append(replication.Comparison.paired(
                         key, f"{a['title']} against {ours['title']} on {r['env']}, {mode} evaluation at {mark:,} env "
-                        f"steps ({fraction:.0%})?", stats.paired_difference(x, y), stats.paired_p_value(x, y),
-                        primary=key == PRIMARY))
+                        f"steps ({fraction:.0%})?", x, y, primary=key == PRIMARY))
     return replication.judge(found)
 
 
@@ -41,7 +39,6 @@ def lines(records: list[dict]) -> list[str]:
     """The summary block: every comparison a row, the primary first, then the headline, the test and what its
     replication would run."""
     judged = comparisons(records)
-    rows = sorted((c.key for c in judged), key=lambda key: key != PRIMARY)
     words = [replication.headline(judged, f"Is SAC ahead of PPO on {PRIMARY[0]} at the end of the budget, by the "
                                   f"{PRIMARY[2]} evaluation (the question named in advance)?",
                                   {"better": "SAC ahead", "worse": "PPO ahead"}),
@@ -49,4 +46,4 @@ def lines(records: list[dict]) -> list[str]:
              "evaluation episodes), the algorithm minus PPO, on the same seeds and the same evaluation episodes. "
              "The sections below give each mark's own test (the IQMs' 95% CIs apart), uncorrected for the family.",
              replication.pending(provenance.STUDIES["offpolicy"].commands_of(PRIMARY[0])[0])]
-    return replication.summary(judged, rows, words)
+    return replication.summary(judged, [c.key for c in judged], words)
