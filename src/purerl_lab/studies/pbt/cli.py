@@ -109,7 +109,7 @@ def run_cli(args) -> int:
     record = study.summarize(design, rows)
     folder.mkdir(parents=True, exist_ok=True)
     pbt_report.plot(folder, part, curves, design.base.config.batch_size)
-    pbt_report.write(record, folder)
+    pbt_report.write(record, folder, part)
     provenance.record("pbt", report, part, args.argv, provenance.training_seconds(summaries),
                       {"population": len(design.base.seeds), "env_steps_per_run": design.env_steps_per_member,
                        "seeds": record["seeds"]}, {"repetitions": design.repetitions},

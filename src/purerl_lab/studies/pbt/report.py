@@ -33,9 +33,9 @@ def plot(folder: Path, part: str, curves: dict[str, np.ndarray], steps_per_updat
                                         f"{slug(part)}.png")
 
 
-def write(record: dict, folder: Path) -> None:
-    name = f"fresh_{record['env']}" if record.get("fresh_seeds") else record["env"]
-    files.write_atomic(Path(folder) / f"{slug(name)}.json", json.dumps(record, indent=2) + "\n")
+def write(record: dict, folder: Path, part: str) -> None:
+    """`PART.json`: the record of one part (`design.Design.part`)."""
+    files.write_atomic(Path(folder) / f"{slug(part)}.json", json.dumps(record, indent=2) + "\n")
 
 
 def _evaluated(record: dict, method: str) -> np.ndarray:
