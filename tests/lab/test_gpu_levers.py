@@ -40,7 +40,8 @@ def relative(a, b, origin) -> float:
     pytest.param(CARTPOLE, 0.5, id="cartpole-tanh-unclipped"), pytest.param(CARTPOLE, 0.01, id="cartpole-tanh-clipped"),
     pytest.param(MINATAR, 0.5, id="minatar-relu-chunks-unclipped"),
     pytest.param(MINATAR, 0.01, id="minatar-relu-chunks-clipped"),
-    pytest.param({**CARTPOLE, "normalize_advantages": False}, 0.5, id="cartpole-tanh-raw-advantages")])
+    pytest.param({**CARTPOLE, "normalize_advantages": False}, 0.5, id="cartpole-tanh-raw-advantages"),
+    pytest.param({**MINATAR, "minibatch_gather": True}, 0.5, id="minatar-rows-read-by-index-in-the-kernel")])
 def test_fused_step_computes_the_xla_step(shape, max_grad_norm):
     """Same update to float rounding: parameters, Adam moments and counts, and every loss statistic; with
     advantages normalised per minibatch (PPO's default) and raw."""

@@ -100,21 +100,25 @@ def test_terms_split_the_time_by_what_bounds_each_kernel():
     assert terms == pytest.approx({"launch": 5e-6, "bytes": 1e-5, "flops": 2e-4, "loops": 6e-6})
 
 
-def test_the_fused_steps_flops_come_from_its_operands():
+def test_the_fused_steps_work_comes_from_its_operands():
     class Call:
         attributes = ', custom_call_target="__gpu$xla.gpu.triton", backend_config={"name":"ppo_update"}'
 
-    layers = ["f32[8,16,64]", "f32[8,1,64]", "f32[8,64,16]", "f32[8,1,16]"]  # each net: 16 -> 64 -> 16
-    shapes = ["f32[8,8]", "f32[8,32,16]", *["f32[8,32]"] * 5, *(layers * 2) * 3]
-    # per net: the first layer forward and weight gradient (4 x 16 x 64), the head also its input gradient (6 x)
-    expected = 8 * 32 * 2 * (4 * 16 * 64 + 6 * 64 * 16)
-    assert gpu_proxy.fused_update_flops(Call(), shapes) == (expected, 0.0)
-    assert gpu_proxy.fused_update_flops(Call(), shapes, low_precision=True) == (expected, expected)
+    layers = ["f32[8,4,64]", "f32[8,1,64]", "f32[8,2,64]", "f32[8,1,2]"]  # each net: 4 -> 64 -> 2, its head as rows
+    # scalars, the 32 rows to read of a 128-sample batch, its observations, five minibatch fields, the layers x 3
+    shapes = ["f32[8,8]", "s32[8,32]", "u8[8,128,4]", *["f32[8,32]"] * 5, *(layers * 2) * 3]
+    # per net and sample read: the first layer forward and weight gradient (4 x 4 x 64), the head also its input
+    # gradient (6 x 64 x 2)
+    expected = 8 * 32 * 2 * (4 * 4 * 64 + 6 * 64 * 2)
+    # every operand is read whole but the observations: 32 of the batch's 128 rows (8 x 128 x 4 bytes in all)
+    read = sum(hlo_count.shape_bytes(s) for s in shapes) - 8 * 128 * 4 * (1 - 32 / 128)
+    assert gpu_proxy.fused_update_work(Call(), shapes) == (expected, 0.0, read)
+    assert gpu_proxy.fused_update_work(Call(), shapes, low_precision=True) == (expected, expected, read)
 
     class Other:
         attributes = ', custom_call_target="something_else"'
 
-    assert gpu_proxy.fused_update_flops(Other(), shapes) is None
+    assert gpu_proxy.fused_update_work(Other(), shapes) is None
 
 
 def test_bf16_dots_are_counted_as_low_precision_and_priced_cheaper():

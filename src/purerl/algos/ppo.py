@@ -243,7 +243,8 @@ class PPO(loop.MinibatchEpochs):
             if cfg.minibatch_gather and cfg.num_minibatches > 1:  # the same minibatches, each read from the batch
                 # where it lies: one pass over the data an epoch instead of a shuffled copy and then its slices
                 order = random_permutation(shuffle_key, batch.obs.shape[sample_axis]).reshape(cfg.num_minibatches, -1)
-                step = lambda packed, indices: minibatch_step(packed, take(indices, sample_axis))  # noqa: E731
+                step = lambda packed, indices: minibatch_step(  # noqa: E731
+                    packed, rule.take(batch, indices, lambda i: take(i, sample_axis)))
                 packed, stats = jax.lax.scan(step, packed, order)
             else:
                 packed, stats = jax.lax.scan(minibatch_step, packed, minibatches(shuffle_key))

@@ -1,7 +1,7 @@
 """How PPO executes its minibatch gradient steps: an update rule, so that `ppo.py` has no branch for it.
 
 A rule `prepare`s the update's batch, `pack`s the parameters and optimiser state into its own layout, takes one
-`step` per minibatch, and `unpack`s them again. `XlaUpdate` is XLA's gradient step on the arrays as they are;
+`step` per minibatch (read by index with `take`, where minibatches are gathered), and `unpack`s them again. `XlaUpdate` is XLA's gradient step on the arrays as they are;
 `fused_update` builds the Pallas kernel's rule (`kernels/ppo_update.py`, `--update-kernel fused`) after refusing
 what that kernel does not implement.
 """
@@ -23,6 +23,10 @@ class XlaUpdate:
 
     def prepare(self, batch):
         return batch
+
+    def take(self, batch, indices, gather):
+        """The minibatch at `indices`: `gather`'s copy of those samples."""
+        return gather(indices)
 
     def pack(self, params, opt_state):
         return params, opt_state

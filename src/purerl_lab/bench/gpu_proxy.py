@@ -105,23 +105,27 @@ def purejaxrl_program(checkout: Path, task: str, seeds: int, total_timesteps: in
     return jax.jit(jax.vmap(train)).trace(keys), config["NUM_UPDATES"], False
 
 
-def fused_update_flops(inst, operand_shapes: list[str], low_precision: bool = False) -> tuple[float, float] | None:
-    """(FLOPs, low-precision FLOPs) of one launch of purerl's fused PPO step (`kernels/ppo_update.py`), which the
-    HLO shows only as a custom call. Per sample and dense layer: the forward pass and the weight gradient (2 x in x
-    out each), and the input gradient for every layer but the first; on the padded shapes the kernel computes."""
-    from purerl_lab.bench.hlo_count import dims
+def fused_update_work(inst, operand_shapes: list[str], low_precision: bool = False) -> tuple | None:
+    """(FLOPs, low-precision FLOPs, bytes read) of one launch of purerl's fused PPO step (`kernels/ppo_update.py`),
+    which the HLO shows only as a custom call. Per sample and dense layer: the forward pass and the weight gradient
+    (2 x in x out each), and the input gradient for every layer but the first; on the shapes the kernel computes
+    (its layout: hidden widths padded, the observation and the heads not). It reads every operand whole but the
+    batch's observations, of which it reads the minibatch's rows (by index, as an XLA gather's slice counts)."""
+    from math import prod
+
+    from purerl_lab.bench.hlo_count import dims, shape_bytes
 
     if "ppo_update" not in inst.attributes:
         return None
-    leaves = operand_shapes[7:]  # scalars, six data arrays, then params, mu and nu of every layer
-    params = [dims(s) for s in leaves[:len(leaves) // 3]]
-    obs = dims(operand_shapes[1])
-    samples, agents = obs[-2], (obs[0] if len(obs) == 3 else 1)
-    kernels = [p for p in params if p[-2] > 1]
+    leaves = operand_shapes[8:]  # scalars, the rows to read, six data arrays, then params, mu and nu of each layer
+    kernels = [dims(s) for s in leaves[:len(leaves) // 3]][0::2]  # each layer's (kernel, bias)
+    rows, obs = dims(operand_shapes[1]), operand_shapes[2]
+    samples, agents = rows[-1], (rows[0] if len(rows) == 2 else 1)
     first = {0, len(kernels) // 2}  # the actor's and the critic's first layers take the observation
-    per_sample = sum((4 if i in first else 6) * p[-2] * p[-1] for i, p in enumerate(kernels))
+    per_sample = sum((4 if i in first else 6) * prod(p[-2:]) for i, p in enumerate(kernels))
     flops = float(agents * samples * per_sample)
-    return flops, flops if low_precision else 0.0
+    read = sum(shape_bytes(s) for s in operand_shapes) - shape_bytes(obs) * (1 - samples / dims(obs)[-2])
+    return flops, flops if low_precision else 0.0, read
 
 
 def measure_program(traced, num_updates: int, low_precision: bool = False) -> dict:
@@ -130,7 +134,7 @@ def measure_program(traced, num_updates: int, low_precision: bool = False) -> di
     tick = time.perf_counter()
     text = traced.lower(lowering_platforms=("cuda",)).compile().as_text()
     compile_s = time.perf_counter() - tick
-    counts = hlo_count.count(text, functools.partial(fused_update_flops, low_precision=low_precision))
+    counts = hlo_count.count(text, functools.partial(fused_update_work, low_precision=low_precision))
     merged: dict[tuple, int] = {}
     for k in counts.kernels:  # kernels of equal work, merged: what the cost model needs, and small
         key = (k.kind, round(k.bytes), round(k.flops), round(k.low_precision_flops))

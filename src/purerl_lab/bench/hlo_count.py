@@ -158,7 +158,7 @@ def _written(called: Computation) -> float | None:
 
 
 def _kernel_work(inst: Instruction, comp: Computation, modules: dict[str, Computation],
-                 custom_call_flops=None) -> tuple[str, float, float, float]:
+                 custom_call_work=None) -> tuple[str, float, float, float]:
     """(kind, bytes, flops, low-precision flops) of one launch of a kernel instruction in a scheduled
     computation."""
     operand_shapes = [comp.by_name[o].shape if o in comp.by_name else "" for o in inst.operands]
@@ -191,8 +191,9 @@ def _kernel_work(inst: Instruction, comp: Computation, modules: dict[str, Comput
             lhs = dims(operand_shapes[0])
             flops = 2.0 * elements(result) * math.prod(lhs[int(a)] for a in axes if int(a) < len(lhs))
             low = flops if operand_shapes[0].startswith(LOW_PRECISION) else 0.0
-        elif custom_call_flops is not None:  # a hand-written kernel: only its author knows its work
-            flops, low = custom_call_flops(inst, operand_shapes) or (0.0, 0.0)
+        elif custom_call_work is not None:  # a hand-written kernel: only its author knows its work
+            flops, low, reads = custom_call_work(inst, operand_shapes) or (0.0, 0.0, None)
+            read = read if reads is None else reads
     elif inst.opcode == "copy":
         read = shape_bytes(operand_shapes[0]) if operand_shapes else written
     elif inst.opcode in ("sort", "reduce", "scatter", "select-and-scatter", "reduce-window"):
@@ -201,22 +202,23 @@ def _kernel_work(inst: Instruction, comp: Computation, modules: dict[str, Comput
 
 
 # ------------------------------------------------------------------ the program
-def count(text: str, custom_call_flops=None) -> Counts:
+def count(text: str, custom_call_work=None) -> Counts:
     """Launches, loop iterations and each kernel's work of the module in `text` (its ENTRY computation).
 
-    `custom_call_flops(instruction, operand_shapes)`, if given, says the (FLOPs, low-precision FLOPs) of a custom
-    call other than a GEMM (a Pallas kernel: the HLO does not show its body), or None where it does not know."""
+    `custom_call_work(instruction, operand_shapes)`, if given, says the (FLOPs, low-precision FLOPs, bytes read)
+    of a custom call other than a GEMM (a Pallas kernel: the HLO does not show its body), or None where it does not
+    know; bytes read None: its operands whole."""
     modules = parse(text)
     entry = next((c for c in modules.values() if c.entry), None)
     if entry is None:
         raise ValueError("no ENTRY computation in the HLO text")
     counts = Counts()
-    _walk(entry, modules, 1, counts, {}, custom_call_flops)
+    _walk(entry, modules, 1, counts, {}, custom_call_work)
     return counts
 
 
 def _walk(comp: Computation, modules: dict[str, Computation], weight: int, counts: Counts, seen: dict,
-          custom_call_flops=None) -> None:
+          custom_call_work=None) -> None:
     for inst in comp.instructions:
         op = inst.opcode
         if op in NO_KERNEL or op.endswith(("-done", "-update")):  # an async op's end: its start launched it
@@ -230,7 +232,7 @@ def _walk(comp: Computation, modules: dict[str, Computation], weight: int, count
             for key in ("condition", "body"):
                 called = modules.get((inst.attribute(key) or "").lstrip("%"))
                 if called is not None:
-                    _walk(called, modules, weight * trips, counts, seen, custom_call_flops)
+                    _walk(called, modules, weight * trips, counts, seen, custom_call_work)
         elif op == "conditional":
             counts.conditionals += weight
             names = re.findall(r"%([\w.\-]+)", inst.attribute("branch_computations") or "")
@@ -239,7 +241,7 @@ def _walk(comp: Computation, modules: dict[str, Computation], weight: int, count
             # the branch taken is decided at run time: count the one with more launches (an upper bound)
             trial = [Counts() for _ in branches]
             for branch, sub in zip(branches, trial):
-                _walk(branch, modules, weight, sub, seen, custom_call_flops)
+                _walk(branch, modules, weight, sub, seen, custom_call_work)
             if trial:
                 most = max(trial, key=lambda c: c.launches)
                 counts.kernels += most.kernels
@@ -249,10 +251,10 @@ def _walk(comp: Computation, modules: dict[str, Computation], weight: int, count
         elif op in ("call", "async-start"):
             called = modules.get((inst.attribute("to_apply") or inst.attribute("calls") or "").lstrip("%"))
             if called is not None:
-                _walk(called, modules, weight, counts, seen, custom_call_flops)
+                _walk(called, modules, weight, counts, seen, custom_call_work)
         else:
             key = (comp.name, inst.name)
             if key not in seen:
-                seen[key] = _kernel_work(inst, comp, modules, custom_call_flops)
+                seen[key] = _kernel_work(inst, comp, modules, custom_call_work)
             kind, nbytes, flops, low = seen[key]
             counts.kernels.append(Kernel(inst.name, kind, nbytes, flops, weight, low))
