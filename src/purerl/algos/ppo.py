@@ -213,7 +213,6 @@ class PPO(loop.MinibatchEpochs):
         cfg = self.config
         sample_axis = 1 if self.network.recurrent else 0
         rule = self.update_rule
-        batch = rule.prepare(batch)
 
         def minibatch_step(packed, minibatch):
             return rule.step(packed, minibatch, hp, meta_params)

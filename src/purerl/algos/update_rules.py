@@ -1,6 +1,6 @@
 """How PPO executes its minibatch gradient steps: an update rule, so that `ppo.py` has no branch for it.
 
-A rule `prepare`s the update's batch, `pack`s the parameters and optimiser state into its own layout, takes one
+A rule `pack`s the parameters and optimiser state into its own layout, takes one
 `step` per minibatch (read by index with `take`, where minibatches are gathered), and `unpack`s them again. `XlaUpdate` is XLA's gradient step on the arrays as they are;
 `fused_update` builds the Pallas kernel's rule (`kernels/ppo_update.py`, `--update-kernel fused`) after refusing
 what that kernel does not implement.
@@ -20,9 +20,6 @@ class XlaUpdate:
 
     def __init__(self, gradient_step):
         self.gradient_step = gradient_step
-
-    def prepare(self, batch):
-        return batch
 
     def take(self, batch, indices, gather):
         """The minibatch at `indices`: `gather`'s copy of those samples."""

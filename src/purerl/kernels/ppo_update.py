@@ -107,7 +107,7 @@ class FusedUpdate:
                     dense = out["params"][net][f"Dense_{i}"]
                     kernel, bias = next(it), next(it)
                     if i == self.num_layers - 1:  # the head, kept as rows
-                        kernel, bias = kernel.T, bias
+                        kernel = kernel.T
                     dense["kernel"] = kernel[:dense["kernel"].shape[0], :dense["kernel"].shape[1]]
                     dense["bias"] = bias[0, :dense["bias"].shape[0]]
             return out
@@ -116,10 +116,6 @@ class FusedUpdate:
         adam = ScaleByAdamState(count=packed.count, mu=flat(packed.mu), nu=flat(packed.nu))
         opt_state = (EmptyState(), (adam, ScaleByScheduleState(count=packed.count)))  # both count every step
         return tree(packed.params), opt_state
-
-    def prepare(self, batch):
-        """The batch as it is: the kernel reads observations at their own width and dtype."""
-        return batch
 
     def take(self, batch, indices, gather) -> Rows:
         """The minibatch at `indices` without copying its observations: the kernel reads them from the batch by
