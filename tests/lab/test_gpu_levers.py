@@ -41,7 +41,8 @@ def relative(a, b, origin) -> float:
     pytest.param(MINATAR, 0.5, id="minatar-relu-chunks-unclipped"),
     pytest.param(MINATAR, 0.01, id="minatar-relu-chunks-clipped"),
     pytest.param({**CARTPOLE, "normalize_advantages": False}, 0.5, id="cartpole-tanh-raw-advantages"),
-    pytest.param({**MINATAR, "minibatch_gather": True}, 0.5, id="minatar-rows-read-by-index-in-the-kernel")])
+    pytest.param({**MINATAR, "minibatch_gather": True}, 0.5, id="minatar-rows-read-by-index-in-the-kernel"),
+    pytest.param({**MINATAR, "minibatch_gather": True, "compact_obs": True}, 0.5, id="minatar-int8-rows-by-index")])
 def test_fused_step_computes_the_xla_step(shape, max_grad_norm):
     """Same update to float rounding: parameters, Adam moments and counts, and every loss statistic; with
     advantages normalised per minibatch (PPO's default) and raw."""

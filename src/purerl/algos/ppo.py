@@ -14,6 +14,9 @@ keeps whole sequences in its minibatches). This file has no per-variant branches
 
 Time limits: the value is bootstrapped from the final observation of a
 truncated episode, and not after a real termination.
+
+Observations are stored and carried in `obs_dtype`: float32, or with `compact_obs` the env's narrower exact
+dtype (int8 for MinAtar), which the network casts back to float32 as they enter it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from purerl.algos.objectives import FullObservation, clipped_l2, ppo_clip
 from purerl.algos.shuffle import permutation as random_permutation
 from purerl.algos.ppo_config import HyperParams, PPOConfig
 from purerl.checks import ConfigError
+from purerl.envs.core import narrower_observations
 from purerl.envs.wrappers import IdentityObs, IdentityReward, ObsNormalizer, RewardNormalizer
 from purerl.nets.actor_critic import ActorCritic
 from purerl.nets.layers import compute_dtype, init_params
@@ -46,7 +50,7 @@ class RunnerState(NamedTuple):
     params: Any
     opt_state: Any
     env_state: Any
-    obs: jax.Array  # normalised observation of every env, to act on next
+    obs: jax.Array  # normalised observation of every env, to act on next (in `PPO.obs_dtype`)
     reset: jax.Array  # [num_envs] `obs` begins an episode (a recurrent network zeroes its memory)
     carry: Any  # the network's memory of every env (`()` without memory)
     obs_stats: Any  # observation normaliser statistics (None when off)
@@ -106,6 +110,10 @@ class PPO(loop.MinibatchEpochs):
                               f"is not divisible by num-minibatches={config.num_minibatches}")
         self.obs_norm = ObsNormalizer(self.observation_shape) if config.normalize_obs else IdentityObs()
         self.reward_norm = RewardNormalizer(config.num_envs) if config.normalize_reward else IdentityReward()
+        # the dtype observations are stored and carried in: the env's own where `compact_obs` and it is narrower
+        # (normalised observations are refused by the config; a hook's may hold anything, so they stay float32)
+        compact = config.compact_obs and narrower_observations(self.env) and isinstance(self.observe, FullObservation)
+        self.obs_dtype = jnp.dtype(self.env.observation_dtype if compact else jnp.float32)
 
     # ----------------------------------------------------------------- setup
     def optimizer(self, hp: HyperParams) -> optax.GradientTransformation:
@@ -126,9 +134,9 @@ class PPO(loop.MinibatchEpochs):
         obs_stats = self.obs_norm.update(self.obs_norm.init(), raw_obs)
         metrics = loop.metric_buffers(self.metric_names, cfg.num_updates)
         return RunnerState(params=params, opt_state=opt_state, env_state=env_state,
-                           obs=self.obs_norm.normalize(obs_stats, raw_obs), reset=jnp.ones(cfg.num_envs, bool),
-                           carry=self.network.initial_carry(cfg.num_envs), obs_stats=obs_stats,
-                           reward_stats=self.reward_norm.init(), key=key, metrics=metrics)
+                           obs=self.stored(self.obs_norm.normalize(obs_stats, raw_obs)),
+                           reset=jnp.ones(cfg.num_envs, bool), carry=self.network.initial_carry(cfg.num_envs),
+                           obs_stats=obs_stats, reward_stats=self.reward_norm.init(), key=key, metrics=metrics)
 
     # --------------------------------------------------------------- rollout
     def rollout(self, state: RunnerState, hp: HyperParams, meta_params=None) -> tuple[RunnerState, Transition]:
@@ -147,8 +155,8 @@ class PPO(loop.MinibatchEpochs):
                                                                           step_key, self.config.num_envs)
             seen_obs = self.observe(ts.obs, meta_params)
             obs_stats = self.obs_norm.update(obs_stats, seen_obs)
-            next_obs = self.obs_norm.normalize(obs_stats, seen_obs)
-            final_obs = self.obs_norm.normalize(obs_stats, self.observe(ts.final_obs, meta_params))
+            next_obs = self.stored(self.obs_norm.normalize(obs_stats, seen_obs))
+            final_obs = self.stored(self.obs_norm.normalize(obs_stats, self.observe(ts.final_obs, meta_params)))
             reward_stats, reward = self.reward_norm.update_and_normalize(reward_stats, ts, hp.gamma)
             done = ts.done
             transition = Transition(obs=obs, reset=reset, action=action, log_prob=log_prob, reward=reward,
@@ -164,6 +172,10 @@ class PPO(loop.MinibatchEpochs):
         state = state._replace(env_state=env_state, obs=obs, reset=reset, carry=memory, obs_stats=obs_stats,
                                reward_stats=reward_stats, key=key)
         return state, trajectory
+
+    def stored(self, obs: jax.Array) -> jax.Array:
+        """Observations as PPO stores and carries them (`obs_dtype`); unchanged, with no op, where it is float32."""
+        return obs if self.obs_dtype == jnp.float32 else obs.astype(self.obs_dtype)
 
     # ------------------------------------------------------------------- GAE
     def advantages(self, params, trajectory: Transition, carry, hp: HyperParams):

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from purerl.algos.settings import Preset, RolloutShape, apply_preset, as_float_arrays, check_minibatches
-from purerl.checks import DISCOUNT, NON_NEGATIVE, POSITIVE, UNIT, check_bounds, check_choice
+from purerl.checks import DISCOUNT, NON_NEGATIVE, POSITIVE, UNIT, ConfigError, check_bounds, check_choice
 
 MATMUL_DTYPES = ("float32", "bfloat16")
 UPDATE_KERNELS = ("xla", "fused")
 LEVERS = {"matmul_dtype": "float32", "update_kernel": "xla", "rollout_unroll": 1,  # PPOConfig's GPU levers
-          "minibatch_gather": False}
+          "minibatch_gather": False, "compact_obs": False}
 
 
 def recorded(config) -> dict:
@@ -66,11 +66,16 @@ class PPOConfig(RolloutShape):
     # Levers for a GPU (`purerl bench --task gpu-levers` measures each, bench/levers.py): "bfloat16" runs the
     # networks' matmuls in bf16 with float32 weights and Adam state; "fused" runs each minibatch gradient step
     # as one Pallas kernel per agent (kernels/ppo_update.py); rollout_unroll unrolls the rollout loop that many
-    # steps; minibatch_gather gathers each minibatch from the batch by index instead of shuffling a copy of it
+    # steps; minibatch_gather gathers each minibatch from the batch by index instead of shuffling a copy of it;
+    # compact_obs keeps observations in the env's `observation_dtype` (int8 for MinAtar: exactly its 0/1 values)
+    # wherever PPO stores or carries them, and the network casts them to float32 as they enter it: the same numbers,
+    # a quarter of the bytes. A no-op where the env's observations need float32 or an `observe` hook changes them;
+    # refused with normalize_obs, whose observations are floats
     matmul_dtype: str = "float32"
     update_kernel: str = "xla"
     rollout_unroll: int = 1
     minibatch_gather: bool = False
+    compact_obs: bool = False
 
     @property
     def minibatch_size(self) -> int:
@@ -82,6 +87,9 @@ class PPOConfig(RolloutShape):
         check_minibatches(self)
         check_choice(self, "matmul_dtype", MATMUL_DTYPES)
         check_choice(self, "update_kernel", UPDATE_KERNELS)
+        if self.compact_obs and self.normalize_obs:
+            raise ConfigError("compact-obs keeps observations in the env's own narrow dtype, and normalize-obs makes "
+                              "them floats: turn one of them off")
 
 
 PRESETS: dict[str, Preset] = {

@@ -35,6 +35,8 @@ _FEW_WIDTHS = dict(cpu=(1, 8), gpu=(1, 32, 256))  # for tasks whose runs take mi
 LR_RANGE = (1e-5, 1e-2)  # every preset's learning rates lie well inside it
 # PPO's defaults on a GPU (`_ppo_on_gpu`): each cut the GPU proxy's modelled time at every width it compares
 GPU_LEVERS = {"update_kernel": "fused", "rollout_unroll": 8, "minibatch_gather": True}
+# and, where the env's observations fit a narrower dtype exactly (MinAtar's, int8) and are not normalised, this one
+GPU_COMPACT_OBS = {"compact_obs": True}
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,9 @@ def _ppo(config, network, objective, value_loss):
 def _ppo_on_gpu(config, env, network: str, objective: str, value_loss: str) -> dict:
     """PPO's settings where JAX runs on a GPU and the user named none: the levers the GPU proxy models as faster
     at every width it compares (docs/benchmarks.md, "GPU proxy"). The fused gradient step only where it computes
-    the run's own network, losses and shapes; elsewhere XLA's step, unrolled."""
+    the run's own network, losses and shapes; elsewhere XLA's step, unrolled. Compact observations only where the
+    env's fit a narrower dtype exactly and are not normalised."""
+    from purerl.envs import narrower_observations
     from purerl.kernels.ppo_update import check_shapes
 
     levers = dict(GPU_LEVERS)
@@ -90,6 +94,8 @@ def _ppo_on_gpu(config, env, network: str, objective: str, value_loss: str) -> d
         fused = False
     if not fused:
         levers.pop("update_kernel")
+    if narrower_observations(env) and not config.normalize_obs:
+        levers.update(GPU_COMPACT_OBS)
     return levers
 
 
@@ -149,6 +155,9 @@ DESCRIPTIONS = {
     "update_kernel": "the minibatch gradient step: xla, or fused (one Pallas kernel per agent; for a GPU)",
     "rollout_unroll": "steps the rollout's and GAE's loops unroll per iteration (a GPU lever)",
     "minibatch_gather": "gather each minibatch from the batch by index, not from a shuffled copy (a GPU lever)",
+    "compact_obs": "store observations in the env's narrowest exact dtype (int8 for MinAtar), float32 only inside "
+                   "the network: the same numbers, fewer bytes (a GPU lever; no-op for float observations; not "
+                   "with normalize-obs)",
     "buffer_size": "replay buffer capacity, in transitions",
     "buffer_batch_size": "transitions per gradient step",
     "learning_starts": "env steps, over all envs, before learning starts",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 
 from purerl.checks import ConfigError
-from purerl.envs.core import ActionSpace, Env, GymnaxEnv, Timestep
+from purerl.envs.core import ActionSpace, Env, GymnaxEnv, Timestep, narrower_observations
 from purerl.envs.pomdp import MASKED, KeepObservation
 from purerl.envs.wrappers import ClipAction, EpisodeStats, FlattenObservation
 
@@ -101,4 +101,5 @@ __all__ = [
     "available",
     "check_name",
     "make",
+    "narrower_observations",
 ]

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.extend.random import threefry2x32_p
 from jax.interpreters import mlir
 
@@ -71,12 +72,18 @@ class ActionSpace:
 
 
 class Env:
-    """Base class: a single environment instance with automatic reset inside `step`."""
+    """Base class: a single environment instance with automatic reset inside `step`.
+
+    `observation_dtype` is the narrowest dtype that holds every observation the env can emit exactly (its
+    observations themselves stay float32): float32 unless the env knows better, int8 for MinAtar's 0/1 grids.
+    PPO's `compact_obs` stores and carries observations in it.
+    """
 
     name: str
     observation_shape: tuple[int, ...]
     action_space: ActionSpace
     max_episode_steps: int
+    observation_dtype: np.dtype = np.dtype(np.float32)
 
     @property
     def raw_observation_shape(self) -> tuple[int, ...]:
@@ -100,6 +107,15 @@ class Env:
         return jax.vmap(self.step)(keys, states, actions)
 
 
+# gymnax envs whose every observation value is exactly 0 or 1, as read in gymnax's `get_obs` of each (a bool or 0/1
+# int32 grid cast to float32; Seaquest's float32 grid takes only 1, a bool gauge or the max of 0/1 entity masks), so
+# that float32(int8(obs)) == obs: every MinAtar game gymnax registers. int8, not uint8 (as exact): XLA:GPU fuses an
+# int8 (or bf16) operand's convert into a Triton matmul and reads a byte a value, but materialises a uint8 one's as
+# float32 first (the GPU proxy: a float32 copy of every minibatch's observations)
+BINARY_OBSERVATIONS = ("Asterix-MinAtar", "Breakout-MinAtar", "Freeway-MinAtar", "Seaquest-MinAtar",
+                       "SpaceInvaders-MinAtar")
+
+
 class GymnaxEnv(Env):
     """Adapter from a gymnax 1.x environment (six-value `step`) to `Env`."""
 
@@ -107,6 +123,7 @@ class GymnaxEnv(Env):
         self.name = name
         self.gymnax_env = gymnax_env
         self.params = params
+        self.observation_dtype = np.dtype(np.int8 if name in BINARY_OBSERVATIONS else np.float32)
         self.observation_shape = tuple(gymnax_env.observation_space(params).shape)
         self.action_space = _action_space(gymnax_env.action_space(params))
         self.max_episode_steps = int(params.max_steps_in_episode)
@@ -132,6 +149,11 @@ class GymnaxEnv(Env):
             info=info,
         )
         return state, timestep
+
+
+def narrower_observations(env: Env) -> bool:
+    """Whether `env`'s observations fit exactly in a dtype narrower than float32 (`Env.observation_dtype`)."""
+    return np.dtype(env.observation_dtype).itemsize < np.dtype(np.float32).itemsize
 
 
 def _action_space(space: Any) -> ActionSpace:

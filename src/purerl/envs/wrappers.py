@@ -17,12 +17,14 @@ from purerl.envs.core import ActionSpace, Env, Timestep
 
 
 class Wrapper(Env):
-    """Forwards everything to the wrapped env unless overridden."""
+    """Forwards everything to the wrapped env unless overridden. A wrapper that changes observation values sets
+    its own `observation_dtype` (float32 unless it knows a narrower one holds them exactly)."""
 
     def __init__(self, env: Env):
         self.env = env
         self.name = env.name
         self.observation_shape = env.observation_shape
+        self.observation_dtype = env.observation_dtype
         self.action_space = env.action_space
         self.max_episode_steps = env.max_episode_steps
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from purerl.checks import ConfigError
 from purerl.nets.distributions import Categorical, DiagGaussian
 from purerl.envs.core import ActionSpace
-from purerl.nets.layers import dense
+from purerl.nets.layers import dense, float_input
 
 
 class ResetGRU(nn.Module):
@@ -58,16 +58,16 @@ class GRUActorCritic(nn.Module):
         return jnp.zeros((num_envs, self.features))
 
     def step(self, carry, obs, reset):
-        carry, _ = self.core(carry, (nn.relu(self.embedding(obs)), reset))
+        carry, _ = self.core(carry, (nn.relu(self.embedding(float_input(obs))), reset))
         return carry, self._policy(carry)
 
     def unroll(self, carry, obs, resets):
-        _, carries = scan_gru(self.core, carry, (nn.relu(self.embedding(obs)), resets))
+        _, carries = scan_gru(self.core, carry, (nn.relu(self.embedding(float_input(obs))), resets))
         return carries, self._policy(carries), self._value(carries)
 
     def bootstrap_value(self, carries, obs):
         """Value of `obs` (the step's next or final observation) read after one more GRU step."""
-        h, _ = self.core(carries, (nn.relu(self.embedding(obs)), jnp.zeros(obs.shape[:-1], bool)))
+        h, _ = self.core(carries, (nn.relu(self.embedding(float_input(obs))), jnp.zeros(obs.shape[:-1], bool)))
         return self._value(h)
 
     def policy(self, obs):

@@ -23,6 +23,12 @@ def compute_dtype(name: str):
     return None if name == "float32" else jnp.dtype(name)
 
 
+def float_input(x):
+    """Observations as a network takes them: float32 where they were stored narrower (PPO's `compact_obs`: int8
+    0/1 grids, exact in float32); floating inputs unchanged, with no op."""
+    return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.float32)
+
+
 class MLP(nn.Module):
     hidden_sizes: Sequence[int]
     activation: str
@@ -33,6 +39,7 @@ class MLP(nn.Module):
     @nn.compact
     def __call__(self, x):
         act = ACTIVATIONS[self.activation]
+        x = float_input(x)
         for size in self.hidden_sizes:
             x = act(dense(size, jnp.sqrt(2.0), self.dtype)(x))
         out = dense(self.out_features, self.out_gain, self.dtype)(x)
