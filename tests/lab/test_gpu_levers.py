@@ -98,6 +98,25 @@ def test_rollout_unrolling_changes_nothing_but_the_program(tiny_jit, hp):
         np.testing.assert_allclose(unrolled.metrics[name], values, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("recurrent", [False, True], ids=["feed-forward", "gru"])
+def test_bootstrap_values_from_the_rollout_are_the_batched_ones(recurrent, hp):
+    """`rollout_bootstrap` computes each step's bootstrap value where the rollout reaches its observation, from the
+    memory the step reached, and stores no bootstrap observation: the same learning (to float rounding: the
+    values come from one step's matmuls instead of the batch's)."""
+    from purerl.algos import registry
+
+    config = TINY.replace(env="MemoryChain-bsuite", hidden_sizes=(16,)) if recurrent else TINY
+    build = lambda c: registry.build("ppo", c, network="gru" if recurrent else "mlp")  # noqa: E731
+    key = jax.random.PRNGKey(7)
+    stored = jax.jit(build(config))(key, hp)
+    in_rollout = build(config.replace(rollout_bootstrap=True))
+    _, trajectory = jax.jit(lambda k, h: in_rollout.rollout(in_rollout.init(k, h), h))(key, hp.as_arrays())
+    assert trajectory.bootstrap_obs is None and trajectory.bootstrap_value.shape == trajectory.reward.shape
+    computed = jax.jit(in_rollout)(key, hp)
+    for name, values in stored.metrics.items():
+        np.testing.assert_allclose(computed.metrics[name], values, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
 @pytest.mark.parametrize("shape", [CARTPOLE, MINATAR], ids=["cartpole", "minatar"])
 def test_fused_kernel_lowers_to_triton_for_a_gpu(shape):
     """Triton's limits (power-of-two blocks, two-array stacks, dots of at least 16) hold for the vmapped run,

@@ -208,6 +208,8 @@ def test_on_a_gpu_ppo_takes_the_levers_unless_the_user_named_them(on_a_gpu):
     mine = make_spec("CartPole-v1", settings={"update_kernel": "xla", "rollout_unroll": 2}).config
     assert (mine.update_kernel, mine.rollout_unroll) == ("xla", 2)
     assert make_spec("Breakout-MinAtar").config.update_kernel == "fused"
+    # bootstrap values from the rollout where an observation is wider than the first hidden layer only
+    assert make_spec("Breakout-MinAtar").config.rollout_bootstrap and not config.rollout_bootstrap
 
 
 @pytest.mark.parametrize("case", ["dpo", "gru", "continuous", "minibatch", "dqn"])
@@ -221,18 +223,21 @@ def test_on_a_gpu_the_fused_step_is_default_only_where_it_computes_the_run(on_a_
             "dqn": lambda: make_spec("CartPole-v1", algo="dqn")}[case]()
     assert getattr(spec.config, "update_kernel", "xla") == "xla"
     if case != "dqn":
-        assert spec.config.rollout_unroll == 8
+        from purerl.algos.registry import GPU_LEVERS
+
+        assert spec.config.rollout_unroll == GPU_LEVERS["rollout_unroll"]
 
 
 def test_a_python_hook_keeps_xlas_step_on_a_gpu(on_a_gpu):
     import purerl
     from purerl.algos.objectives import ppo_clip
+    from purerl.algos.registry import GPU_LEVERS
 
     def my_objective(ratio, log_ratio, advantages, hp, meta_params):
         return ppo_clip(ratio, log_ratio, advantages, hp, meta_params)
 
     train = purerl.make_train("CartPole-v1", objective=my_objective, total_timesteps=512)
-    assert train.config.update_kernel == "xla" and train.config.rollout_unroll == 8
+    assert train.config.update_kernel == "xla" and train.config.rollout_unroll == GPU_LEVERS["rollout_unroll"]
 
 
 def test_a_cpu_keeps_its_programs():

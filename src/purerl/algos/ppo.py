@@ -67,10 +67,11 @@ class Transition(NamedTuple):
     reward: jax.Array  # normalised if reward normalisation is on
     terminated: jax.Array
     done: jax.Array
-    bootstrap_obs: jax.Array  # next observation, or the final one if the episode ended
+    bootstrap_obs: jax.Array | None  # next observation, or the final one if the episode ended
     episode_done: jax.Array
     episode_return: jax.Array
     episode_length: jax.Array
+    bootstrap_value: jax.Array | None = None  # its value, where the rollout computed it (`rollout_bootstrap`)
 
 
 class Batch(NamedTuple):
@@ -159,9 +160,12 @@ class PPO(loop.MinibatchEpochs):
             final_obs = self.stored(self.obs_norm.normalize(obs_stats, self.observe(ts.final_obs, meta_params)))
             reward_stats, reward = self.reward_norm.update_and_normalize(reward_stats, ts, hp.gamma)
             done = ts.done
+            bootstrap = {"bootstrap_obs": jnp.where(_expand_like(done, next_obs), final_obs, next_obs)}
+            if self.config.rollout_bootstrap:  # its value now, from the memory the step reached: no stored copy
+                bootstrap = {"bootstrap_obs": None, "bootstrap_value": self.network.apply(
+                    state.params, memory, bootstrap["bootstrap_obs"], method="bootstrap_value")}
             transition = Transition(obs=obs, reset=reset, action=action, log_prob=log_prob, reward=reward,
-                                    terminated=ts.terminated, done=done,
-                                    bootstrap_obs=jnp.where(_expand_like(done, next_obs), final_obs, next_obs),
+                                    terminated=ts.terminated, done=done, **bootstrap,
                                     episode_done=ts.info["episode_done"], episode_return=ts.info["episode_return"],
                                     episode_length=ts.info["episode_length"])
             return (env_state, next_obs, done, memory, obs_stats, reward_stats, key), transition
@@ -185,7 +189,9 @@ class PPO(loop.MinibatchEpochs):
         bootstraps from its final observation and a terminated one from zero.
         """
         carries, _, values = self.network.apply(params, carry, trajectory.obs, trajectory.reset, method="unroll")
-        next_values = self.network.apply(params, carries, trajectory.bootstrap_obs, method="bootstrap_value")
+        next_values = trajectory.bootstrap_value
+        if next_values is None:
+            next_values = self.network.apply(params, carries, trajectory.bootstrap_obs, method="bootstrap_value")
         advantages = gae(trajectory.reward, values, next_values, trajectory.terminated, trajectory.done, hp.gamma,
                          hp.gae_lambda, unroll=self.config.rollout_unroll)
         return values, advantages, advantages + values

@@ -15,7 +15,7 @@ from purerl.checks import DISCOUNT, NON_NEGATIVE, POSITIVE, UNIT, ConfigError, c
 MATMUL_DTYPES = ("float32", "bfloat16")
 UPDATE_KERNELS = ("xla", "fused")
 LEVERS = {"matmul_dtype": "float32", "update_kernel": "xla", "rollout_unroll": 1,  # PPOConfig's GPU levers
-          "minibatch_gather": False, "compact_obs": False}
+          "minibatch_gather": False, "compact_obs": False, "rollout_bootstrap": False}
 
 
 def recorded(config) -> dict:
@@ -70,12 +70,16 @@ class PPOConfig(RolloutShape):
     # compact_obs keeps observations in the env's `observation_dtype` (int8 for MinAtar: exactly its 0/1 values)
     # wherever PPO stores or carries them, and the network casts them to float32 as they enter it: the same numbers,
     # a quarter of the bytes. A no-op where the env's observations need float32 or an `observe` hook changes them;
-    # refused with normalize_obs, whose observations are floats
+    # refused with normalize_obs, whose observations are floats; rollout_bootstrap computes each step's
+    # bootstrap value (the value of the next or the final observation) in the rollout, where that observation
+    # already is, instead of storing it for a batched pass after the rollout: a value per sample instead of an
+    # observation (the same values, computed a step at a time)
     matmul_dtype: str = "float32"
     update_kernel: str = "xla"
     rollout_unroll: int = 1
     minibatch_gather: bool = False
     compact_obs: bool = False
+    rollout_bootstrap: bool = False
 
     @property
     def minibatch_size(self) -> int:

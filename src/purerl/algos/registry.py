@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,9 +35,13 @@ _WIDTHS = dict(cpu=(1, 8, 64), gpu=(1, 32, 256, 2048))  # `purerl bench`'s agent
 _FEW_WIDTHS = dict(cpu=(1, 8), gpu=(1, 32, 256))  # for tasks whose runs take minutes each
 LR_RANGE = (1e-5, 1e-2)  # every preset's learning rates lie well inside it
 # PPO's defaults on a GPU (`_ppo_on_gpu`): each cut the GPU proxy's modelled time at every width it compares
-GPU_LEVERS = {"update_kernel": "fused", "rollout_unroll": 8, "minibatch_gather": True}
+GPU_LEVERS = {"update_kernel": "fused", "rollout_unroll": 16, "minibatch_gather": True}
 # and, where the env's observations fit a narrower dtype exactly (MinAtar's, int8) and are not normalised, this one
 GPU_COMPACT_OBS = {"compact_obs": True}
+# and, where an observation is wider than the MLP's first hidden layer (MinAtar's 400 values against 64), the
+# bootstrap values from the rollout: storing such observations costs more than the values do (CartPole's 4 the
+# other way round: the proxy makes it slower there)
+GPU_WIDE_OBS = {"rollout_bootstrap": True}
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,8 @@ def _ppo_on_gpu(config, env, network: str, objective: str, value_loss: str) -> d
     """PPO's settings where JAX runs on a GPU and the user named none: the levers the GPU proxy models as faster
     at every width it compares (docs/benchmarks.md, "GPU proxy"). The fused gradient step only where it computes
     the run's own network, losses and shapes; elsewhere XLA's step, unrolled. Compact observations only where the
-    env's fit a narrower dtype exactly and are not normalised."""
+    env's fit a narrower dtype exactly and are not normalised; bootstrap values from the rollout only where an
+    observation is wider than the MLP's first hidden layer."""
     from purerl.envs import narrower_observations
     from purerl.kernels.ppo_update import check_shapes
 
@@ -96,6 +102,8 @@ def _ppo_on_gpu(config, env, network: str, objective: str, value_loss: str) -> d
         levers.pop("update_kernel")
     if narrower_observations(env) and not config.normalize_obs:
         levers.update(GPU_COMPACT_OBS)
+    if network == "mlp" and math.prod(env.observation_shape) > config.hidden_sizes[0]:
+        levers.update(GPU_WIDE_OBS)
     return levers
 
 
@@ -155,6 +163,8 @@ DESCRIPTIONS = {
     "update_kernel": "the minibatch gradient step: xla, or fused (one Pallas kernel per agent; for a GPU)",
     "rollout_unroll": "steps the rollout's and GAE's loops unroll per iteration (a GPU lever)",
     "minibatch_gather": "gather each minibatch from the batch by index, not from a shuffled copy (a GPU lever)",
+    "rollout_bootstrap": "compute each step's bootstrap value in the rollout, not from stored observations after "
+                         "it (a GPU lever)",
     "compact_obs": "store observations in the env's narrowest exact dtype (int8 for MinAtar), float32 only inside "
                    "the network: the same numbers, fewer bytes (a GPU lever; no-op for float observations; not "
                    "with normalize-obs)",

@@ -35,6 +35,8 @@ VARIANTS = {
     "bf16": {"matmul_dtype": "bfloat16"},
     "fused": {"update_kernel": "fused"},
     "gather": {"minibatch_gather": True},
+    "compact": {"compact_obs": True},
+    "bootstrap": {"rollout_bootstrap": True},
     ON_GPU: {},  # on top of registry.Algorithm.gpu_defaults, what `purerl train` picks where JAX runs on a GPU
     ON_GPU + "+bf16": {"matmul_dtype": "bfloat16"},
 }

@@ -19,7 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-from purerl.algos.registry import GPU_LEVERS
 from purerl_lab.bench import harness
 
 # task -> (agents, env steps per agent): the widths of the targets below, at budgets that fit one short GPU call
@@ -34,7 +33,7 @@ VARIANTS = {  # name -> config overrides
     "fused+bf16": {"update_kernel": "fused", "matmul_dtype": "bfloat16"},
     "unroll8": {"rollout_unroll": 8},
     "gather": {"minibatch_gather": True},
-    "on-a-gpu": dict(GPU_LEVERS),  # what `purerl train` picks on a GPU for these tasks
+    "on-a-gpu": {},  # on top of what `purerl train` picks on a GPU for the task (`on_gpu`)
 }
 XLA_OPTIONS = {  # name -> XLA_FLAGS, each measured on the plain variant in a process of its own
     "command-buffers-off": "--xla_gpu_enable_command_buffer=",
@@ -82,6 +81,7 @@ def measure(task: str, seeds: int, total_timesteps: int, variants: list[str], ma
     limit still reports the variants it finished."""
     import jax
 
+    from purerl import envs
     from purerl.algos import registry
     from purerl_lab.bench.floor import ppo_update_flops
     from purerl_lab.bench.worker import task_config
@@ -89,16 +89,18 @@ def measure(task: str, seeds: int, total_timesteps: int, variants: list[str], ma
     from purerl.run.results import final_returns
 
     base, hp = task_config(task, total_timesteps)
+    on_gpu = registry.get("ppo").gpu_defaults(base, envs.make(base.env), "mlp", "ppo", "clipped_l2")
     members = make_members(list(range(seeds)), hp)
     placement = Placement.for_members(seeds)
     keys, hps = placement.put(members.keys()), placement.put(members.hyperparams.as_arrays())
     steps = base.env_steps
     compiled = {}
     for name in [*variants, variants[0]]:
-        row = {"variant": name, "overrides": VARIANTS[name], "repeat": name in compiled}
+        overrides = {**(on_gpu if name == "on-a-gpu" else {}), **VARIANTS[name]}
+        row = {"variant": name, "overrides": overrides, "repeat": name in compiled}
         try:
             if name not in compiled:
-                config = base.replace(**VARIANTS[name])
+                config = base.replace(**overrides)
                 program = batched(registry.build("ppo", config), placement, num_member_args=2,
                                   cpu_group=config.cpu_group)
                 tick = time.perf_counter()
