@@ -161,7 +161,8 @@ class CoinGameMeta(Env):
         dtypes = {"action": jnp.int32, "episode_length": jnp.int32,
                   **{flag: bool for flag in ("reset", "terminated", "done", "episode_done")}}
         memory = Transition(**{field: jnp.zeros((INNER_STEPS, self.num_boards) + shapes.get(field, ()),
-                                                dtypes.get(field, jnp.float32)) for field in Transition._fields})
+                                                dtypes.get(field, jnp.float32)) for field in Transition._fields
+                               if field != "bootstrap_value"})  # the opponent's values come from bootstrap_obs
         state = CoinMetaState(boards, self._fresh_opponent(jax.random.fold_in(keys[0], 7)), memory, jnp.int32(0),
                               jnp.int32(0), jnp.zeros((self.num_boards, 6)), jnp.full(4, jnp.nan))
         return self._observe(self._views(boards), jnp.zeros((self.num_boards, 2)), jnp.bool_(True)), state
