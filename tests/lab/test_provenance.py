@@ -498,5 +498,5 @@ def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):
 def test_a_recorded_command_is_shown_as_it_reruns_from_a_clone(recorded, shown):
     """Issue 85: no absolute path of the machine that ran a command in a document; the scratch folder is RUNS,
     what stood below it keeps its place, and the repository's own paths stay."""
-    assert document.portable_command(recorded) == shown
-    assert document.portable_command(f"purerl train --out {provenance.REPO / 'runs' / 'x'}").endswith("runs/x")
+    assert provenance.portable_command(recorded) == shown
+    assert provenance.portable_command(f"purerl train --out {provenance.REPO / 'runs' / 'x'}").endswith("runs/x")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from purerl import stats
-from purerl_lab.publish import catalog, differences, document, replication
+from purerl_lab.publish import catalog, differences, document, provenance, replication
 from purerl_lab.studies.commands import parse_command
 from purerl_lab.studies.value_loss import markdown, record as value_loss_record, replicated
 
@@ -144,7 +144,7 @@ def test_a_pending_replication_names_the_registered_command_on_fresh_seeds_outsi
     assert "--resume" not in words and not any(folder.startswith("docs/") for flag, folder in zip(words, words[1:])
                                                if flag in ("--runs-dir", "--out"))  # it writes outside the documents
     assert parse_command(fresh).seed == replication.FRESH_SEED_START  # the command's own parser takes it
-    assert shlex.split(command.replace("{runs}", f"{document.RUNS}/fresh"))[:3] == words[:3]
+    assert shlex.split(command.replace("{runs}", f"{provenance.RUNS}/fresh"))[:3] == words[:3]
     assert f"`{fresh}`" in replication.pending(command)
 
 

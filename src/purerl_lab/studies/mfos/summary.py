@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from purerl_lab.publish import provenance, replication
+from purerl_lab.publish import replication
 from purerl_lab.studies.mfos.settings import GAME_NAMES, OPPONENTS
 
 # The question the headline answers, named before any fresh seed ran: does M-FOS come out ahead of a naive learner
@@ -41,5 +41,5 @@ def lines(record: dict) -> list[str]:
              "Each row: the mean over seeds of a seed's M-FOS reward per step minus its opponent's, both over the "
              "last 10% of that seed's training meta-episodes (paired within the seed). Seeds whose value is not "
              "finite give their row no interval.",
-             replication.pending(provenance.STUDIES["mfos"].commands_of(PRIMARY[0])[0])]
+             f"Replication: not run yet for any row: `purerl mfos table` has no `{replication.FLAG}` yet."]
     return replication.summary(judged, [c.key for c in judged], words)

@@ -9,7 +9,7 @@ episodes. The sections below keep their own test (two IQMs' 95% CIs apart, `desi
 
 from __future__ import annotations
 
-from purerl_lab.publish import provenance, replication
+from purerl_lab.publish import replication
 from purerl_lab.studies.versus.design import MARKS
 from purerl_lab.studies.versus.evaluation import MODES
 
@@ -45,5 +45,7 @@ def lines(records: list[dict]) -> list[str]:
              "Each row: the mean over seeds of the per-seed difference in evaluated return (the mean over a seed's "
              "evaluation episodes), the algorithm minus PPO, on the same seeds and the same evaluation episodes. "
              "The sections below give each mark's own test (the IQMs' 95% CIs apart), uncorrected for the family.",
-             replication.pending(provenance.STUDIES["offpolicy"].commands_of(PRIMARY[0])[0])]
+             f"Replication: not run yet for any row: `purerl versus` has no `{replication.FLAG}` yet, the option "
+             "with which a study's registered command runs its replication on seeds from "
+             f"PRNGKey({replication.FRESH_SEED_START}) on, into a part of its own."]
     return replication.summary(judged, [c.key for c in judged], words)
