@@ -84,6 +84,12 @@ def by_env(study: Study, part: str) -> list[str]:
     return [c for c in study.commands if f" --env {env} " in f"{c} " and c.endswith(FRESH) == (part != env)]
 
 
+def by_fresh(study: Study, part: str) -> list[str]:
+    """`part_commands` of a study whose every command makes every part: its replication's parts (fresh_PART) are
+    made by the commands with --fresh-seeds, the others by the rest."""
+    return [c for c in study.commands if c.endswith(FRESH) == pending_ok(part)]
+
+
 def pending_ok(part: str) -> bool:
     """Whether a registered part may be absent from its document without making it stale or incomplete: a
     replication (fresh_PART) that has not run yet, which its document says is pending."""

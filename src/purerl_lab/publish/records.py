@@ -59,7 +59,10 @@ def _value_loss(stem: str, part: str) -> Record:
 
 
 def _mfos(stem: str, part: str) -> Record:
-    return Record(f"{stem}/table.json", (("settings",), ("seeds",), ("games", part)))
+    """mfos: the study's games in table.json, its replication's (part fresh_GAME) in fresh_table.json."""
+    game = part.removeprefix(FRESH_PART)
+    table = f"{FRESH_PART if game != part else ''}table.json"
+    return Record(f"{stem}/{table}", (("settings",), ("seeds",), ("games", game)))
 
 
 LAYOUT = {

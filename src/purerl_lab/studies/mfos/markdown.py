@@ -14,6 +14,12 @@ from purerl.run import files
 _ROW_ORDER = [f"{a} vs {b}" for b in OPPONENTS for a in SHAPERS + ("mfos",)] + ["mfos vs mfos"]
 
 
+def _fresh(report: Path) -> dict | None:
+    """The table's replication beside REPORT (`purerl mfos table --fresh-seeds`), None where it has not run."""
+    path = Path(report).parent / Path(report).stem / "fresh_table.json"
+    return files.read_json(path, "a table's replication") if path.is_file() else None
+
+
 def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
     """REPORT from a table record (table.json); its data and plots are in REPORT_STEM/ beside it. `shown`: the
     path the document gives for itself in commands (default REPORT)."""
@@ -28,7 +34,7 @@ def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
                  f"mean over seeds, then every seed's value (n = {n_seeds}: too few seeds for a CI)")
     games = sorted(record["games"].items(), key=lambda item: TRAIN_GAMES.index(item[0]))
     lines = [
-        "# Model-Free Opponent Shaping (M-FOS)", "", *document.notice(report, "mfos"), *summary.lines(record),
+        "# Model-Free Opponent Shaping (M-FOS)", "", *document.notice(report, "mfos"), *summary.lines(record, _fresh(report)),
         f"The table's data: [{data}]({data}){_made_by(record, games)}"
         + (f" This text was rendered from that data by `{record['rendered']['command']}` at commit "
            f"{record['rendered']['commit']}." if "rendered" in record else ""), "",
