@@ -59,6 +59,14 @@ def portable_path(path: str | Path, runs_dir: str | Path | None = None) -> str:
     return f"{RUNS}/{path.relative_to(root).as_posix()}"
 
 
+def record_path(path: str | Path, runs_dir: str | Path | None = None) -> str:
+    """A run folder as a record keeps it: relative to its command's --runs-dir (or --out) when under it, else as
+    `portable_path` gives it."""
+    if runs_dir is not None and Path(path).is_relative_to(runs_dir):
+        return Path(path).relative_to(runs_dir).as_posix()
+    return portable_path(path)
+
+
 def portable_command(command: str) -> str:
     """A recorded command as it reruns from a clone (`portable_path` of each absolute path outside the repository,
     placed below the folder of the command's `--runs-dir` or `--out`); paths inside the repository stay as given."""
