@@ -15,8 +15,9 @@ from purerl_lab.publish import catalog, document, provenance, records, replicati
 from purerl_lab.studies import act
 from purerl_lab.studies.commands import parse_command
 from purerl_lab.studies.mfos import cli as mfos_cli
+from purerl_lab.studies.versus import cli as versus_cli
 
-REPLICATED = ("dpo", "act", "mfos", "pbt")  # the studies whose commands run their replication with --fresh-seeds
+REPLICATED = ("dpo", "act", "mfos", "pbt", "offpolicy")  # the studies whose commands run their replication with --fresh-seeds
 
 
 @pytest.mark.parametrize("name", REPLICATED)
@@ -44,6 +45,8 @@ def _seeds(name: str, command: str) -> list[int]:
         return act.fresh_seeds(args.env, args.victims, replication=args.fresh_seeds)
     if name == "mfos":
         return mfos_cli.seeds_of(args, 10)
+    if name == "offpolicy":
+        return versus_cli.design_of(args).seeds
     if name == "pbt":
         return [s + (replication.FRESH_SEED_START if args.fresh_seeds else 0) for s in range(args.seeds)]
     return compare_spec(args).seeds
@@ -57,6 +60,8 @@ def test_act_replication_victims_stay_clear_of_the_studys_at_the_most_victims_al
 
 @pytest.mark.parametrize("argv, message", [
     (["compare", "--env", "CartPole-v1", "--seeds", "2", "--seed", "3", "--fresh-seeds"],
+     "--fresh-seeds chooses the seeds"),
+    (["versus", "--env", "Pendulum-v1", "--algos", "ppo,sac", "--seeds", "2", "--seed", "3", "--fresh-seeds"],
      "--fresh-seeds chooses the seeds"),
     (["act", "train-time", "--fresh-seeds"], "--fresh-seeds replicates a report's evaluation"),
     (["mfos", "table", "--preset", "tiny", "--fresh-seeds", "--out", "OUT"], "--fresh-seeds replicates a published"),

@@ -136,7 +136,8 @@ def fresh_command(study, part: str) -> str:
 
 def pending(study, parts: list[str]) -> str:
     """The words under a summary naming the study's `parts` whose replication has not run yet, and the command
-    that runs the first ("" when every one has run)."""
+    that runs the first ("" when every one has run, or none is registered: a document outside the registry's)."""
+    parts = [part for part in parts if fresh_part(part) in study.parts]
     if not parts:
         return ""
     return (f"Replication pending for {', '.join(parts)}: each part's registered command with `{FLAG}` (`purerl "
