@@ -93,12 +93,12 @@ def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
 
 
 def _paper_line(game: str, opponent: str) -> str:
-    """The paper's number for one pairing beside the table, and where it comes from (or why there is none)."""
+    """The target number for one pairing beside the table, and where it comes from (or why there is none)."""
     who, source = opponent.upper(), PAPER_SOURCES[(game, opponent)]
     if (game, opponent) not in PAPER:
         return f"Paper, full scale, M-FOS vs {who}: {source}."
     mfos, other = PAPER[(game, opponent)]
-    return f"Paper, full scale: M-FOS vs {who} {mfos:+.2f}, {who} {other:+.2f} ({source})."
+    return f"Target, full scale: M-FOS vs {who} {mfos:+.2f}, {who} {other:+.2f} ({source})."
 
 
 def _made_by(record: dict, games: list[tuple[str, dict]]) -> str:
@@ -170,8 +170,8 @@ def _why_no_extortion(sampled: dict, greedy: dict | None) -> str:
         f"Can these payoffs come from extortion at all? In this IPD every feasible payoff pair has s_X + s_Y >= "
         f"2P = {2 * p:g}, so no inner game leaves both players below P = {p:g}; an extortioner (chi >= 1) keeps "
         "each inner game on s_X - P = chi (s_Y - P), so while M-FOS is above P its opponent cannot be below P, "
-        "and neither can an average over inner games. The paper's own full-scale averages (M-FOS -0.48, "
-        "NL -2.17 < P) therefore cannot come from one extortionate policy played through the meta-episode: they "
+        "and neither can an average over inner games. The full-scale target averages (M-FOS -0.48, NL -2.17 < P; "
+        "no traced source in the paper) therefore cannot come from one extortionate policy played through the meta-episode: they "
         "need inner games in which M-FOS defects against a still-cooperating NL, which is exploitation, not "
         "extortion (the discounted game, gamma 0.96, enforces the ZD line only approximately, which does not "
         "change the sign). Extortion could at most describe the end of a meta-episode, which is what the tests "
