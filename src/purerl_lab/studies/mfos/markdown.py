@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from purerl_lab.publish import document
+from purerl_lab.publish import document, provenance
 from purerl_lab.studies.mfos.baselines import SHAPERS
 from purerl_lab.studies.mfos.report import PAPER, PAPER_SOURCES, POLICY_LABELS, format_cell
 from purerl_lab.studies.mfos.settings import META_EPISODE, OPPONENTS, TRAIN_GAMES
@@ -15,9 +15,14 @@ _ROW_ORDER = [f"{a} vs {b}" for b in OPPONENTS for a in SHAPERS + ("mfos",)] + [
 
 
 def _fresh(report: Path) -> dict | None:
-    """The table's replication beside REPORT (`purerl mfos table --fresh-seeds`), None where it has not run."""
+    """The table's replication beside REPORT (`purerl mfos table --fresh-seeds`), None where it has not run: only
+    its games that the manifest records (fresh_GAME), so that a replication still running shows no half game."""
     path = Path(report).parent / Path(report).stem / "fresh_table.json"
-    return files.read_json(path, "a table's replication") if path.is_file() else None
+    if not path.is_file():
+        return None
+    record = files.read_json(path, "a table's replication")
+    parts = provenance.read_manifest(Path(report).parent).get(Path(report).name, {}).get("parts", {})
+    return {**record, "games": {game: entry for game, entry in record["games"].items() if f"fresh_{game}" in parts}}
 
 
 def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
