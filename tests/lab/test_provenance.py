@@ -66,7 +66,7 @@ def test_a_document_is_current_only_with_every_part_clean_listed_and_at_the_curr
     assert staleness.check(results) == {}
     provenance.record("toy", report, "b", ["compare", "--seeds", "8", "--runs-dir", "/scratch/toy"], 4.0, BUDGET)
     assert staleness.check(results) == {"toy.md": [
-        "b: made by a command the registry no longer lists (purerl compare --seeds 8 --runs-dir /scratch/toy)"]}
+        "b: made by a command the registry no longer lists (purerl compare --seeds 8 --runs-dir RUNS/toy)"]}
     provenance.record("toy", report, "b", LISTED, 4.0, BUDGET)
     (toy / "core" / "env.py").write_text("STEPS = 3\n")
     assert all("source changed since c0ffeec0ff" in r for r in staleness.check(results)["toy.md"])

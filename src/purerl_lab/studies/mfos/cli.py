@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from purerl_lab.publish import provenance, replication, sessions
+from purerl_lab.publish import provenance, sessions
 from purerl.run import files, rundir
 from purerl.cli.args import path
 from purerl.checks import ConfigError
@@ -233,6 +233,8 @@ def _published_run_report(report: Path | None, game: str, opponent: str) -> Path
 
 def seeds_of(args, count: int) -> list[int]:
     """The run's seeds from --seed and the count, moved past the study's with --fresh-seeds (which refuses --seed)."""
+    from purerl_lab.publish import replication  # its statistics load scipy: not while `purerl mfos` parses flags
+
     seeds = _seeds(args.seed, count)
     return replication.fresh_seeds(seeds) if args.fresh_seeds else seeds
 

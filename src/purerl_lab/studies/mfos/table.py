@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from purerl_lab.publish import provenance as manifest, replication
+from purerl_lab.publish import provenance as manifest
+from purerl_lab.publish.catalog import FRESH_PART
 from purerl.checks import ConfigError
 from purerl.run import files
 from purerl_lab.studies.mfos.baselines import run_baselines
@@ -30,9 +31,9 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
     and again after every row, so a table stopped early keeps the rows it finished. REPORT's other games
     are kept when its table has these settings (`start_record`). Each finished game is one part of REPORT
     in the results manifest (`purerl_lab.publish.provenance`), recorded from `argv`. `fresh`: the table's
-    replication (its seeds past the study's) into REPORT_STEM/fresh_table.json, parts fresh_GAME and fresh_ plots,
+    replication (its seeds past the study's) into REPORT_STEM/fresh_table.json and parts fresh_GAME, no plots or agents,
     beside the study's table, which REPORT goes on showing."""
-    name, prefix = (f"{replication.PREFIX}{TABLE}", replication.PREFIX) if fresh else (TABLE, "")
+    name, prefix = (f"{FRESH_PART}{TABLE}", FRESH_PART) if fresh else (TABLE, "")
     record = start_record(new_record(settings, seeds, preset, argv), report, games_, name)  # may refuse: nothing written
     results_dir = report.parent / report.stem
     if fresh and not (results_dir / TABLE).is_file():
@@ -131,7 +132,7 @@ def start_record(record: dict, report: Path, games_: tuple[str, ...], name: str 
                           f"pass another --report path, or rerun all its games ({', '.join(old['games'])}) to "
                           "replace it")
     for game in old["games"]:  # the whole table is replaced: its parts stop vouching for it now
-        manifest.forget(report, game if name == TABLE else f"{replication.PREFIX}{game}")
+        manifest.forget(report, game if name == TABLE else f"{FRESH_PART}{game}")
     return record
 
 
