@@ -173,7 +173,7 @@ def test_coin_cli_smoke(tmp_path, capsys):
     code = cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--report", str(report)])
     assert code == 0
     part = provenance.read_manifest(report.parent)["coin.md"]["parts"]["coin"]
-    assert part["command"] == f"purerl mfos --game coin --preset tiny --out {out} --report {report}"
+    assert part["command"] == "purerl mfos --game coin --preset tiny --out RUNS/coin --report RUNS/docs/coin.md"
     assert part["budget"] == {"population": None, "generations": 2, "seeds": [0], "env_steps_per_run": 4 * 2 * 16 * 16}
     assert "`purerl mfos --game coin --preset tiny" in report.read_text() and (report.parent / "coin" / "learning.png").exists()
     summary = (out / "summary.json").read_text()

@@ -78,8 +78,9 @@ def test_every_published_document_shows_its_studys_current_differences():
 def test_each_paper_number_beside_the_mfos_table_says_where_it_comes_from():
     assert set(report.PAPER) <= set(report.PAPER_SOURCES) and {("imp", "nl"), ("chicken", "mamaml")} <= set(
         report.PAPER_SOURCES)
-    assert markdown._paper_line("ipd", "nl") == (f"Paper, full scale: M-FOS vs NL -0.48, NL -2.17 "
+    assert markdown._paper_line("ipd", "nl") == (f"Target, full scale: M-FOS vs NL -0.48, NL -2.17 "
                                                  f"({report.PAPER_SOURCES[('ipd', 'nl')]}).")
+    assert "no traced source" in report.PAPER_SOURCES[("ipd", "nl")]  # not called the paper's result
     for game, opponent in set(report.PAPER_SOURCES) - set(report.PAPER):
         line = markdown._paper_line(game, opponent)
         assert line.startswith(f"Paper, full scale, M-FOS vs {opponent.upper()}: no value here")

@@ -66,7 +66,7 @@ def test_a_document_is_current_only_with_every_part_clean_listed_and_at_the_curr
     assert staleness.check(results) == {}
     provenance.record("toy", report, "b", ["compare", "--seeds", "8", "--runs-dir", "/scratch/toy"], 4.0, BUDGET)
     assert staleness.check(results) == {"toy.md": [
-        "b: made by a command the registry no longer lists (purerl compare --seeds 8 --runs-dir /scratch/toy)"]}
+        "b: made by a command the registry no longer lists (purerl compare --seeds 8 --runs-dir RUNS/toy)"]}
     provenance.record("toy", report, "b", LISTED, 4.0, BUDGET)
     (toy / "core" / "env.py").write_text("STEPS = 3\n")
     assert all("source changed since c0ffeec0ff" in r for r in staleness.check(results)["toy.md"])
@@ -498,5 +498,5 @@ def test_a_part_resumed_across_source_changes_is_dirty_and_stale(toy, tmp_path):
 def test_a_recorded_command_is_shown_as_it_reruns_from_a_clone(recorded, shown):
     """Issue 85: no absolute path of the machine that ran a command in a document; the scratch folder is RUNS,
     what stood below it keeps its place, and the repository's own paths stay."""
-    assert document.portable_command(recorded) == shown
-    assert document.portable_command(f"purerl train --out {provenance.REPO / 'runs' / 'x'}").endswith("runs/x")
+    assert provenance.portable_command(recorded) == shown
+    assert provenance.portable_command(f"purerl train --out {provenance.REPO / 'runs' / 'x'}").endswith("runs/x")

@@ -57,6 +57,9 @@ def add_act(sub) -> None:
     act.add_argument("--from-params", type=path, help="evaluate the evolved parameters in this folder (a --runs-dir "
                      "ENV folder or a report's params/ folder) instead of evolving")
     act.defer_help(act.add_argument("--victims", type=at_most(MAX_VICTIMS)), _victims_help)
+    act.add_argument("--fresh-seeds", action="store_true",
+                     help="the evaluation's replication, with --report: its victims from PRNGKey(70000) on (the "
+                     "study's from 20000), its record in its own part of the report, fresh_PART")
     act.add_argument("--resume", action="store_true",
                      help="continue the evolve runs under --runs-dir (and start the phase's missing ones), and a "
                           "train-time evaluation from the conditions it finished (RUNS_DIR/ENV/train-time-evaluation)")
@@ -162,6 +165,8 @@ def cmd_act(args: argparse.Namespace) -> int:
         raise ConfigError("--resume and --overwrite exclude each other")
     if args.victims is not None and args.report is None and args.from_params is None:
         raise ConfigError("--victims sets an evaluation's victims: it needs --report or --from-params")
+    if args.fresh_seeds and args.report is None:
+        raise ConfigError("--fresh-seeds replicates a report's evaluation on fresh victims: it needs --report")
     if args.from_params is not None:
         _check_evolved(act_cli, args.from_params, args.phase)
     return act_cli.run_cli(args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from purerl.cli.args import add_train_flags, path
@@ -20,6 +21,9 @@ def add_compare(sub) -> None:
                          help="continue each objective's run in --runs-dir from its checkpoint (finished runs are kept)")
     compare.add_argument("--overwrite", action="store_true",
                          help="replace the purerl runs of these objectives already in --runs-dir")
+    compare.add_argument("--fresh-seeds", action="store_true",
+                         help="the comparison's replication: its seeds moved to PRNGKey(70000) on, its runs in "
+                         "RUNS_DIR/fresh-ENV and its record in its own part of the report, fresh_ENV")
     compare.add_argument("--report", type=path, help="markdown regenerated here, per-env JSON and plots beside it in "
                          "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/report.md)")
     compare.set_defaults(run=cmd_compare)
@@ -28,9 +32,9 @@ def add_compare(sub) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from purerl import stats
     from purerl_lab.studies.dpo import compare
-    from purerl_lab.publish import provenance
+    from purerl_lab.publish import provenance, replication
 
-    spec = train_spec(args)
+    spec = compare_spec(args)
     if spec.grid:
         raise ConfigError("compare runs one hyperparameter setting; give single values")
     objectives = [o for o in args.objectives.split(",") if o]
@@ -38,12 +42,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError(f"--objectives needs at least two objectives, got '{args.objectives}'")
     report = provenance.check_report(args.report or args.runs_dir / "report.md", "dpo")
     results_dir = report.parent / report.stem
-    _check_compare_outputs(args, spec.config.env, report)
+    part = replication.fresh_part(spec.config.env) if args.fresh_seeds else spec.config.env
+    _check_compare_outputs(args, part, report)
     record = compare.compare(spec, objectives, args.runs_dir, results_dir, "PPO vs DPO vs LPO",
                              progress=not args.no_progress, resume=args.resume, overwrite=args.overwrite,
-                             argv=args.argv)
+                             argv=args.argv, fresh=args.fresh_seeds)
     sessions = record["sessions"]
-    provenance.record("dpo", report, record["env"], args.argv, record["training_s"],
+    provenance.record("dpo", report, part, args.argv, record["training_s"],
                       {"env_steps_per_run": record["env_steps_per_run"], "seeds": record["seeds"]},
                       sessions=sessions if len(sessions) > 1 else None, wall_summed=True)
     report = compare.write_report(results_dir, report, compare.TITLE)
@@ -54,12 +59,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_compare_outputs(args: argparse.Namespace, env: str, report: Path) -> None:
+def compare_spec(args: argparse.Namespace):
+    """The comparison's `TrainSpec` from its flags, its seeds moved past the study's with --fresh-seeds (which
+    refuses --seed): what it trains and what its fingerprint lowers."""
+    from purerl_lab.publish import replication
+
+    spec = train_spec(args)
+    if args.fresh_seeds:
+        spec = dataclasses.replace(spec, seeds=replication.fresh_seeds(spec.seeds))
+    return spec
+
+
+def _check_compare_outputs(args: argparse.Namespace, part: str, report: Path) -> None:
     """Before anything compiles: no file purerl did not write is replaced (the run directories themselves are
     checked by `compare.compare`, with `rundir.prepare_each`, before the first compiles)."""
     from purerl_lab.publish import provenance, sessions
 
     if args.resume and args.overwrite:
         raise ConfigError("--resume and --overwrite exclude each other")
-    files.check_replaceable(args.runs_dir / env / sessions.SESSIONS, "--runs-dir", own=sessions.is_record)
-    provenance.check_report(report, "dpo", data=(f"{files.slug(env)}.json", f"{files.slug(env)}.png"))
+    from purerl_lab.studies.dpo import compare
+
+    files.check_replaceable(compare.env_dir_of(args.runs_dir, part) / sessions.SESSIONS, "--runs-dir",
+                            own=sessions.is_record)
+    provenance.check_report(report, "dpo", data=(f"{files.slug(part)}.json", f"{files.slug(part)}.png"))

@@ -196,7 +196,7 @@ def _render_bench(out: Path, argv: list[str]) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from purerl_lab.publish import catalog, provenance, staleness
+    from purerl_lab.publish import catalog, portable, provenance, staleness
 
     if args.commands is not None:
         print("\n".join(catalog.commands(args.commands, args.runs_dir, args.resume)))
@@ -218,6 +218,8 @@ def cmd_results(args: argparse.Namespace) -> int:
     for document, reasons in unchecked.items():  # neither stale nor current: this install cannot tell
         print("\n".join(f"cannot check here: {document} {part} ({why})" for part, why in reasons))
     if args.mark:
+        for rewritten in portable.rewrite(results_dir):
+            print(f"made portable {rewritten}")
         for marked_path in staleness.mark(results_dir, stale, unchecked):
             print(f"marked {marked_path}")
         for part in staleness.record_current(results_dir):

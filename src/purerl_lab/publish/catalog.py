@@ -73,9 +73,27 @@ class Study:
         return next((rule for prefix, rule in self.resumes if command.startswith(f"{prefix} ")), None)
 
 
+FRESH, FRESH_PART = "--fresh-seeds", "fresh_"  # a replication: the flag its registered command ends with, and
+# the prefix of its part (fresh_PART beside PART; `publish.replication`)
+
+
 def by_env(study: Study, part: str) -> list[str]:
-    """`part_commands` of a study with a part per env: part ENV is made by the commands on ENV."""
-    return [c for c in study.commands if f" --env {part} " in f"{c} "]
+    """`part_commands` of a study with a part per env: part ENV is made by the commands on ENV, and its
+    replication, part fresh_ENV, by those with --fresh-seeds."""
+    env = part.removeprefix(FRESH_PART)
+    return [c for c in study.commands if f" --env {env} " in f"{c} " and c.endswith(FRESH) == (part != env)]
+
+
+def by_fresh(study: Study, part: str) -> list[str]:
+    """`part_commands` of a study whose every command makes every part: its replication's parts (fresh_PART) are
+    made by the commands with --fresh-seeds, the others by the rest."""
+    return [c for c in study.commands if c.endswith(FRESH) == pending_ok(part)]
+
+
+def pending_ok(part: str) -> bool:
+    """Whether a registered part may be absent from its document without making it stale or incomplete: a
+    replication (fresh_PART) that has not run yet, which its document says is pending."""
+    return part.startswith(FRESH_PART)
 
 
 class _Registry(Mapping):

@@ -41,6 +41,51 @@ MANIFEST = "manifest.json"
 VERSIONS = ("jax", "jaxlib", "flax", "optax", "evosax", "gymnax", "brax", "numpy")
 
 
+RUNS = "RUNS"  # what a record shows for the folder of scratch run directories on the machine that ran a command
+_FOLDER_FLAGS = ("--runs-dir", "--out")  # the flags whose folder is a command's scratch root's child
+
+
+def portable_path(path: str | Path, runs_dir: str | Path | None = None) -> str:
+    """A path as a record keeps it, so that it names the same thing in a clone: relative to the repository when
+    inside it, else under `RUNS`, the scratch folder, keeping its place below the folder of `runs_dir` (the
+    command's --runs-dir: `/root/purerl-runs/s41/act/CartPole-v1` beside `--runs-dir /root/purerl-runs/s41/act` is
+    `RUNS/act/CartPole-v1`); a relative path as it is."""
+    path = Path(path)
+    if not path.is_absolute():
+        return path.as_posix()
+    if path.is_relative_to(REPO):
+        return path.relative_to(REPO).as_posix()
+    root = Path(runs_dir).parent if runs_dir is not None and path.is_relative_to(Path(runs_dir).parent) else path.parent
+    return f"{RUNS}/{path.relative_to(root).as_posix()}"
+
+
+def record_path(path: str | Path, runs_dir: str | Path | None = None) -> str:
+    """A run folder as a record keeps it: relative to its command's --runs-dir (or --out) when under it, else as
+    `portable_path` gives it."""
+    if runs_dir is not None and Path(path).is_relative_to(runs_dir):
+        return Path(path).relative_to(runs_dir).as_posix()
+    return portable_path(path)
+
+
+def portable_command(command: str) -> str:
+    """A recorded command as it reruns from a clone (`portable_path` of each absolute path outside the repository,
+    placed below the folder of the command's `--runs-dir` or `--out`); paths inside the repository stay as given."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    outside = lambda word: word.startswith("/") and not Path(word).is_relative_to(REPO)  # noqa: E731
+    roots = [words[i + 1] for i, word in enumerate(words[:-1]) if word in _FOLDER_FLAGS and outside(words[i + 1])]
+
+    def shown(word: str) -> str:
+        if not outside(word):
+            return word
+        return portable_path(word, next((r for r in roots if Path(word).is_relative_to(Path(r).parent)), None))
+
+    portable = [shown(word) for word in words]
+    return command if portable == words else shlex.join(portable)
+
+
 def study_files(study: Study) -> list[Path]:
     files = {p for pattern in study.depends for p in SOURCE.glob(pattern) if p.is_file()}
     return sorted(files)
@@ -100,7 +145,7 @@ def record(study_name: str, report: Path, part: str, argv: list[str], wall_s: fl
     found = fingerprint_of(study, part, command_line(argv))
     mixed = any(_other_computation(s, current, found) for s in sessions or [])
     entry = {
-        "command": command_line(argv),
+        "command": portable_command(command_line(argv)),  # as it reruns from a clone: no path of this machine
         "commit": commit,
         "dirty": dirty or mixed or any(s["dirty"] for s in sessions or []),
         **({"sessions": sessions, "mixed_sources": mixed} if sessions else {}),

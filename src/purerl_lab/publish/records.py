@@ -15,6 +15,7 @@ from pathlib import Path
 
 from purerl.checks import ConfigError
 from purerl.run import files
+from purerl_lab.publish.catalog import FRESH_PART
 
 HASH = "record_sha256"  # a part's manifest entry: {record path relative to the results folder: sha256 of its bytes}
 
@@ -26,24 +27,23 @@ class Record:
     path: str
     keys: tuple[tuple[str, ...], ...]  # key paths into the JSON object, each one the renderer indexes
     env: str | None = None  # the record's "env" must be this: a per-env record filed under its part's name
-    fresh: bool | None = None  # the record's "fresh_seeds" must be this: a replication's record is not the study's
+    fresh: bool | None = None  # the record's "fresh_seeds" (absent: false) must be this: a replication's record is
+    # not the study's
 
 
 def _per_env(*keys: str):
-    """dpo, pbt and offpolicy: one STEM/ENV.json per env part (`files.slug` names it), tabled by its "env"."""
-    return lambda stem, part: Record(f"{stem}/{files.slug(part)}.json", tuple((k,) for k in ("env", *keys)), part)
-
-
-def _pbt(stem: str, part: str) -> Record:
-    """pbt: a part per task (ENV.json) and per task's replication on fresh seeds (fresh_ENV.json)."""
-    env = part.removeprefix("fresh_")
-    keys = ("env", "fresh_seeds", "methods", "pbt", "repetitions")
-    return Record(f"{stem}/{files.slug(part)}.json", tuple((k,) for k in keys), env, fresh=part != env)
+    """dpo, pbt and offpolicy: one STEM/PART.json per env part (`files.slug` names it), tabled by its "env", and
+    per env's replication one STEM/fresh_ENV.json, its record on fresh seeds (`publish.replication`)."""
+    def layout(stem: str, part: str) -> Record:
+        env = part.removeprefix(FRESH_PART)
+        return Record(f"{stem}/{files.slug(part)}.json", tuple((k,) for k in ("env", *keys)), env, fresh=part != env)
+    return layout
 
 
 _ACT = {"train-time": ("train_time.json", "mean_return_over_training"),
         "train-time Pendulum-v1": ("train_time-Pendulum-v1.json", "mean_return_over_training"),
         "test-time": ("test_time.json", "goal_return")}
+_ACT |= {f"{FRESH_PART}{part}": (f"{FRESH_PART}{name}", rows) for part, (name, rows) in _ACT.items()}
 # value_loss.json holds every stage: a setting's tables, and the critic's own section.
 _VALUE_LOSS = {"critic": (("critic_dynamics",),)}
 
@@ -59,12 +59,15 @@ def _value_loss(stem: str, part: str) -> Record:
 
 
 def _mfos(stem: str, part: str) -> Record:
-    return Record(f"{stem}/table.json", (("settings",), ("seeds",), ("games", part)))
+    """mfos: the study's games in table.json, its replication's (part fresh_GAME) in fresh_table.json."""
+    game = part.removeprefix(FRESH_PART)
+    table = f"{FRESH_PART if game != part else ''}table.json"
+    return Record(f"{stem}/{table}", (("settings",), ("seeds",), ("games", game)))
 
 
 LAYOUT = {
     "dpo": _per_env("objectives", "env_steps_per_run", "seeds"),
-    "pbt": _pbt,
+    "pbt": _per_env("fresh_seeds", "methods", "pbt", "repetitions"),
     "offpolicy": _per_env("algorithms", "evaluation", "marks"),
     "act": _act,
     "value_loss": _value_loss,
@@ -98,8 +101,9 @@ def _problem(results_dir: Path, part: str, record: Record, hashes: dict) -> str 
         return f"part {part}: {record.path} lacks {', '.join(absent)}"
     if record.env is not None and data["env"] != record.env:
         return f"part {part}: {record.path} is the record of {data['env']}"
-    if record.fresh is not None and data["fresh_seeds"] != record.fresh:
-        return f"part {part}: {record.path} is the record of {'a replication' if data['fresh_seeds'] else 'the study'}"
+    fresh = data.get("fresh_seeds", False)
+    if record.fresh is not None and fresh != record.fresh:
+        return f"part {part}: {record.path} is the record of {'a replication' if fresh else 'the study'}"
     recorded = hashes.get(record.path)
     if recorded is not None and hashlib.sha256(path.read_bytes()).hexdigest() != recorded:
         return f"part {part}: {record.path} is not the record the manifest vouches for (its sha256 differs)"

@@ -11,11 +11,11 @@ verdicts of chance.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 
 from purerl import stats
-from purerl_lab.publish import document
+from purerl.checks import ConfigError
+from purerl_lab.publish import catalog, provenance
 
 FRESH_SEED_START = 70_000  # a replication's first seed: past every seed a study of ours trains or evaluates on
 START, END = "<!-- summary: the document's answers -->", "<!-- /summary -->"
@@ -109,23 +109,41 @@ def headline(comparisons: list[Comparison], question: str, said: dict[str, str])
     return " ".join(lines)
 
 
-def fresh_command(command: str) -> str:
-    """A registered command as its replication runs it: on seeds from FRESH_SEED_START on (`--seed`), its runs under
-    RUNS/fresh, and without `--report` or `--resume`, so that it writes under its own folder and leaves the
-    document's records alone."""
-    words = shlex.split(command.replace("{runs}", f"{document.RUNS}/fresh"))
-    dropped = ("--report", "--seed")  # flags dropped with their values
-    kept = [word for i, word in enumerate(words)
-            if word not in (*dropped, "--resume") and (i == 0 or words[i - 1] not in dropped)]
-    return shlex.join([*kept, "--seed", str(FRESH_SEED_START)])
+FLAG, PREFIX = catalog.FRESH, catalog.FRESH_PART  # a replication: the study's command with FLAG, part PREFIX+PART
 
 
-def pending(command: str) -> str:
-    """The words under a summary none of whose rows has run on fresh seeds: what a row's replication is, and the
-    command of the primary one's (`fresh_command`)."""
-    return (f"Replication: not run yet for any row. A row's replication is the registered command of its part "
-            f"(listed at the end) on seeds from PRNGKey({FRESH_SEED_START}) on, disjoint from the study's, written "
-            f"outside `docs/results/`; the primary question's: `{fresh_command(command)}`.")
+def fresh_part(part: str) -> str:
+    return f"{PREFIX}{part}"
+
+
+def is_fresh(part: str) -> bool:
+    return part.startswith(PREFIX)
+
+
+def fresh_seeds(seeds: list[int]) -> list[int]:
+    """A replication's seeds: the study's moved past every seed a study of ours trains or evaluates on; refused in
+    one line where the study's do not start at 0 (`--seed` given), which would make the two sets overlap."""
+    if not seeds or seeds[0] != 0:
+        raise ConfigError(f"{FLAG} chooses the seeds (from PRNGKey({FRESH_SEED_START}) on): give no --seed")
+    return [seed + FRESH_SEED_START for seed in seeds]
+
+
+def fresh_command(study, part: str) -> str:
+    """The registered command of `part`'s replication (part fresh_PART: the study's command with `--fresh-seeds`,
+    which moves its seeds to FRESH_SEED_START on and its runs to RUNS_DIR/fresh-...), as a document shows it."""
+    return study.commands_of(fresh_part(part))[-1].replace("{runs}", provenance.RUNS)
+
+
+def pending(study, parts: list[str]) -> str:
+    """The words under a summary naming the study's `parts` whose replication has not run yet, and the command
+    that runs the first ("" when every one has run, or none is registered: a document outside the registry's)."""
+    parts = [part for part in parts if fresh_part(part) in study.parts]
+    if not parts:
+        return ""
+    return (f"Replication pending for {', '.join(parts)}: each part's registered command with `{FLAG}` (`purerl "
+            f"results --commands {study.name}` lists them), on seeds from PRNGKey({FRESH_SEED_START}) on, disjoint "
+            f"from the study's, into a part of its own ({PREFIX}PART); {parts[0]}'s: "
+            f"`{fresh_command(study, parts[0])}`.")
 
 
 def rule(comparisons: list[Comparison]) -> str:

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from purerl_lab.publish import differences, document, provenance
+from purerl_lab.publish import catalog
 from purerl_lab.publish.catalog import Study
 from purerl.run.files import write_atomic
 
@@ -148,7 +149,7 @@ def judged(results_dir: Path = provenance.RESULTS_DIR, workers: int = 2, cache: 
                 part = entries["parts"].get(name)
                 why = None
                 if part is None:
-                    why = "never generated"
+                    why = None if catalog.pending_ok(name) else "never generated"
                 elif not _plainly_current(study, part):
                     why = _plain_reason(study, part)
                 elif "fingerprint" in part:

@@ -23,6 +23,7 @@ from purerl.run import files, results, stopping
 from purerl.algos.ppo import make_train
 from purerl.algos.ppo_config import HyperParams, PPOConfig
 from purerl.checks import ConfigError
+from purerl_lab.publish import replication as published_replication
 from purerl_lab.studies.act.cheap_talk import CheapTalk
 from purerl.algos import loop
 from purerl.meta.evolve import MetaTask, train_fitness
@@ -82,9 +83,12 @@ def victim_of(env_name: str) -> Victim:
     return VICTIMS[env_name]
 
 
-def fresh_seeds(env_name: str, victims: int | None = None) -> list[int]:
-    """The seeds of an evaluation's fresh victims: `victims` of them, by default the env's own count."""
-    return list(range(FRESH_SEED_START, FRESH_SEED_START + (victims or victim_of(env_name).victims)))
+def fresh_seeds(env_name: str, victims: int | None = None, replication: bool = False) -> list[int]:
+    """The seeds of an evaluation's fresh victims: `victims` of them, by default the env's own count; for its
+    replication (`--fresh-seeds`) from `replication.FRESH_SEED_START` on, past every victim the study trains
+    (20000 + at most `--victims` 4096)."""
+    start = published_replication.FRESH_SEED_START if replication else FRESH_SEED_START
+    return list(range(start, start + (victims or victim_of(env_name).victims)))
 
 
 def es_config(preset: str, env_name: str = "CartPole-v1", **overrides) -> ESConfig:
@@ -141,13 +145,14 @@ def env_suffix(env_name: str) -> str:
     return "" if env_name == TEST_TIME_ENV else f"-{env_name}"
 
 
-def train_time_files(env_name: str) -> tuple[str, str]:
-    """(json, png) of one env's train-time evaluation beside the report."""
-    return f"train_time{env_suffix(env_name)}.json", f"train_time{env_suffix(env_name)}.png"
+def train_time_files(env_name: str, fresh: bool = False) -> tuple[str, str]:
+    """(json, png) of one env's train-time evaluation beside the report (`fresh`: its replication's)."""
+    stem = f"{'fresh_' if fresh else ''}train_time{env_suffix(env_name)}"
+    return f"{stem}.json", f"{stem}.png"
 
 
 def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Path, seeds: list[int],
-                        conditions_done=None) -> dict:
+                        conditions_done=None, fresh: bool = False) -> dict:
     """Fresh victim seeds under: each evolved adversary ({label: run dir}, its mean params), a random adversary,
     no channel. `conditions_done` (`act.partials.Partials`) keeps each condition's victims as it finishes, so
     that an evaluation stopped between conditions resumes there; the returned dict adds `earlier_sessions_s`
@@ -186,11 +191,11 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Pat
             for label, (c, bad) in runs.items()}
 
     plots_dir.mkdir(parents=True, exist_ok=True)
-    json_name, png_name = train_time_files(env_name)
+    json_name, png_name = train_time_files(env_name, fresh)
     results.plot_labelled_curves(plots_dir, curves, victim_of(env_name).config.batch_size,
                                  f"{env_name} victims under cheap talk ({n} fresh seeds)", png_name)
-    report = {"env": env_name, "seeds": seeds, "mean_return_over_training": rows,
-              "runs": {label: str(d) for label, d in run_dirs.items()}}
+    report = {"env": env_name, **({"fresh_seeds": True} if fresh else {}), "seeds": seeds,
+              "mean_return_over_training": rows, "runs": {label: Path(d).name for label, d in run_dirs.items()}}
     files.write_atomic(plots_dir / json_name, json.dumps(report, indent=2))
     earlier = sum(float(saved["seconds"]) for saved in finished.values() if saved is not None)
     return {**report, "earlier_sessions_s": earlier}

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from purerl import envs, stats
-from purerl_lab.publish import document, provenance
+from purerl_lab.publish import document, provenance, replication
 from purerl.run import files, rundir
 from purerl.checks import ConfigError
 from purerl.meta.evolve import Evolution, MetaTask, config_json
@@ -84,16 +84,18 @@ def run_cli(args) -> int:
     present = evolved_runs(source, args.phase)
     if args.report:  # the report's tables can be re-evaluated from these without re-evolving
         _keep_params([run_dir for *_, run_dir in present], plots_dir / f"{PARAMS}{act.env_suffix(args.env)}")
-    seeds = act.fresh_seeds(args.env, args.victims)
+    fresh = args.fresh_seeds
+    seeds = act.fresh_seeds(args.env, args.victims, replication=fresh)
     started, earlier_sessions_s = time.perf_counter(), 0.0
     if args.phase == "train-time":
-        done = partials.Partials(base / EVALUATION, partials.train_time_inputs(args.env, seeds), args.resume)
+        done = partials.Partials(base / f"{'fresh-' if fresh else ''}{EVALUATION}",
+                                 partials.train_time_inputs(args.env, seeds), args.resume)
         evaluation = act.evaluate_train_time({label: run_dir for _, _, label, run_dir in present}, args.env,
-                                             plots_dir, seeds, done)
+                                             plots_dir, seeds, done, fresh)
         rows, earlier_sessions_s = evaluation["mean_return_over_training"], evaluation["earlier_sessions_s"]
     else:
         rows = test_time.evaluate_test_time({label: (kind, run_dir) for _, kind, label, run_dir in present}, args.env,
-                                      plots_dir, seeds)["goal_return"]
+                                            plots_dir, seeds, fresh)["goal_return"]
     evolved = {run_dir.name: {"es": rundir.read_config(run_dir)["es"],
                               "evolve_wall_s": round(sum(r["seconds"] for r in _generations(run_dir)), 1)}
                for *_, run_dir in present}
@@ -102,11 +104,12 @@ def run_cli(args) -> int:
     # the evaluation's seconds, plus the evolutions' (every session's generations) where this command evolved
     # them, so that re-reporting finished evolutions does not record only its own seconds
     evolving = 0.0 if args.from_params else sum(run["evolve_wall_s"] for run in evolved.values())
-    provenance.record("act", report, f"{args.phase}{act.env_suffix(args.env).replace('-', ' ', 1)}", args.argv,
+    part = f"{args.phase}{act.env_suffix(args.env).replace('-', ' ', 1)}"
+    provenance.record("act", report, replication.fresh_part(part) if fresh else part, args.argv,
                       time.perf_counter() - started + earlier_sessions_s + evolving,
                       {"population": es["population_size"], "generations": es["generations"],
                        "env_steps_per_run": victim.env_steps, "seeds": seeds},
-                      {"evolved": evolved, "params_from": str(source)})
+                      {"evolved": evolved, "params_from": provenance.portable_path(source, args.runs_dir)})
     _write_report(report, plots_dir)
     for label, s in rows.items():
         print(f"{label:48s} IQM {stats.describe(s)}")
@@ -150,7 +153,7 @@ def render(report: Path) -> Path:
 def _write_report(out_md: Path, plots_dir: Path) -> None:
     """act.md from whatever train-time and test-time results exist: the summary of every comparison first, then
     each evaluation's table, then the differences from the authors' code and the provenance."""
-    evaluations, pairs, sections = {}, {}, []
+    evaluations, pairs, sections, fresh = {}, {}, [], {}
     for env_name in act.VICTIMS:
         train_json, train_png = (plots_dir / name for name in act.train_time_files(env_name))
         if not train_json.exists():
@@ -158,6 +161,8 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
         r = files.read_json(train_json, "a train-time evaluation")
         rows, name = r["mean_return_over_training"], f"train-time {r['env']}"
         evaluations[name] = (r["env"], rows)
+        fresh[name] = _fresh_rows(plots_dir / act.train_time_files(env_name, fresh=True)[0],
+                                  "mean_return_over_training")
         pairs[name] = [(a, b) for a in rows if "(evolved" in a for b in summary.BASELINES[::-1]]
         sections += [f"## Train-time ACT on {r['env']}", "",
                      f"Victim mean episode return over its whole training, {len(r['seeds'])} fresh victim seeds.", "",
@@ -170,6 +175,7 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
         joint = [label for label in rows if label.startswith(JOINT)]
         baselines = [label for label in rows if label.startswith((RANDOM_VICTIM, SILENT_VICTIM))]
         evaluations["test-time"] = (r["env"], rows)
+        fresh["test-time"] = _fresh_rows(plots_dir / "fresh_test_time.json", "goal_return")
         pairs["test-time"] = [(a, b) for a in joint for b in baselines] + [(a, "random shaper")
                                                                            for a in joint + baselines]
         sections += [f"## Test-time ACT on {r['env']}", "",
@@ -181,12 +187,17 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
                      "", *_table("condition", rows), "", *_verdicts(rows, pairs["test-time"], r["env"]), "",
                      _backdoor_verdict(rows, joint, baselines, r["env"]), "",
                      f"![controlled episode]({plots_dir.name}/test_time_episode.png)", ""]
-    lines = ["# Adversarial Cheap Talk", "", *document.notice(out_md, "act"), *summary.lines(evaluations, pairs),
+    lines = ["# Adversarial Cheap Talk", "", *document.notice(out_md, "act"), *summary.lines(evaluations, pairs, fresh),
              _statistic(plots_dir), "",
              *_es_budget([plots_dir / f"{PARAMS}{act.env_suffix(env)}" for env in act.VICTIMS]), *sections,
              *document.footer(out_md, "act")]
     out_md.parent.mkdir(parents=True, exist_ok=True)
     files.write_atomic(out_md, "\n".join(lines))
+
+
+def _fresh_rows(path: Path, key: str) -> dict | None:
+    """An evaluation's replication on fresh victims (`--fresh-seeds`): its rows, None where it has not run."""
+    return files.read_json(path, "a replication's evaluation")[key] if path.exists() else None
 
 
 def _statistic(plots_dir: Path) -> str:

@@ -30,7 +30,7 @@ def act_part(fp: Fingerprint, command: str, part: str | None = None) -> None:
             es_programs(fp, name, task, config)
     if args.report is None:
         return
-    victim, seeds = act.victim_of(args.env), act.fresh_seeds(args.env, args.victims)
+    victim, seeds = act.victim_of(args.env), act.fresh_seeds(args.env, args.victims, replication=args.fresh_seeds)
     fp.input(f"{args.env} victims", {"hp": victim.hp, "fresh seeds": seeds})
     hp = abstract(victim.hp.as_arrays())
     key = jax.ShapeDtypeStruct((2,), np.uint32)

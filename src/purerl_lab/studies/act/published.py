@@ -4,6 +4,8 @@ authors' Pendulum-v1 victim), each evaluated on fresh victims, and CartPole-v1's
 from __future__ import annotations
 
 from purerl_lab.publish.catalog import EVOLUTION, TRAINING, Study
+from purerl_lab.publish.replication import FLAG, PREFIX, fresh_part, is_fresh
+from purerl_lab.studies.act import env_suffix as act_suffix
 from purerl_lab.studies.act.fingerprint import act_part
 
 
@@ -44,24 +46,38 @@ DIFFERENCES = (
 
 
 def _part_commands(study: Study, part: str) -> list[str]:
-    """A train-time part is that env's ES runs and the report that evaluates them; test-time its own command."""
+    """A train-time part is that env's ES runs and the report that evaluates them; test-time its own command; a
+    replication (fresh_PART) its evaluation's command with --fresh-seeds."""
+    fresh = is_fresh(part)
+    part = part.removeprefix(PREFIX)
+    mine = [c for c in study.commands if c.endswith(FLAG) == fresh]
     if part == "test-time":
-        return [c for c in study.commands if c.startswith("purerl act test-time")]
+        return [c for c in mine if c.startswith("purerl act test-time")]
     env = part.partition(" ")[2] or "CartPole-v1"
-    return [c for c in study.commands if c.startswith("purerl act train-time") and f" --env {env} " in c]
+    return [c for c in mine if c.startswith("purerl act train-time") and f" --env {env} " in c]
+
+
+_PARTS = ("train-time", "train-time Pendulum-v1", "test-time")
+# Each evaluation's replication: the committed adversaries (the report's params folders, so that it reruns from a
+# clone as written) on victims from PRNGKey(70000) on.
+_FRESH = (*(f"purerl act train-time --env {env} --from-params docs/results/act/params{act_suffix(env)} --runs-dir "
+            f"{{runs}}/act --report docs/results/act.md --no-progress{_VICTIMS.get(env, '')} {FLAG}" for env in _ENVS),
+          f"purerl act test-time --from-params docs/results/act/params --runs-dir {{runs}}/act --report "
+          f"docs/results/act.md --no-progress {FLAG}")
 
 
 # Two ES seeds per train-time mode and env; each report command evaluates every run present under --runs-dir/ENV.
 # Test-time is CartPole-v1's cart-position goal.
 STUDY = Study(
     "act", "act.md", TRAINING + EVOLUTION + ("purerl_lab/studies/act/*.py",),
-    ("train-time", "train-time Pendulum-v1", "test-time"), (
+    (*_PARTS, *map(fresh_part, _PARTS)), (
         *(command for env in _ENVS for command in (  # an env's report right after its runs: it lands sooner
             *(f"purerl act train-time --env {env} --mode {mode} --seed {seed} --runs-dir {{runs}}/act --no-progress"
               for mode in ("anti", "pro") for seed in (0, 1)),
             f"purerl act train-time --env {env} --from-params {{runs}}/act/{env} --runs-dir {{runs}}/act "
             f"--report docs/results/act.md --no-progress{_VICTIMS.get(env, '')}")),
         "purerl act test-time --runs-dir {runs}/act --report docs/results/act.md --no-progress",
+        *_FRESH,
     ),
     differences=DIFFERENCES, authors="luchris429/adversarial-cheap-talk at 1cbf68c",
     render="purerl_lab.studies.act.cli:render",

@@ -10,7 +10,7 @@ draw of a victim. The sections keep their own test (two IQMs' 95% CIs apart), un
 from __future__ import annotations
 
 from purerl import stats
-from purerl_lab.publish import replication
+from purerl_lab.publish import provenance, replication
 from purerl_lab.studies import act
 
 # The question the headline answers, named before any fresh victim of a replication ran: does the first evolved
@@ -20,13 +20,15 @@ PRIMARY = ("train-time CartPole-v1", "anti (evolved), ES seed 0", "no messages")
 BASELINES = ("no messages", "random adversary")  # what a train-time adversary is compared with, the first a row
 
 
-def comparisons(evaluations: dict[str, tuple[str, dict]],
-                pairs: dict[str, list[tuple[str, str]]]) -> list[replication.Comparison]:
-    """Each pair of conditions of each evaluation ({name: its rows}, `pairs` per name), on the study's victims,
-    judged; below the victims a verdict on its env rests on (`act.Victim.victims`), a pair gives none."""
+def comparisons(evaluations: dict[str, tuple[str, dict]], pairs: dict[str, list[tuple[str, str]]],
+                fresh: dict[str, dict | None]) -> list[replication.Comparison]:
+    """Each pair of conditions of each evaluation ({name: its rows}, `pairs` per name), on the study's victims and
+    on its replication's (`fresh`, {name: rows or None}), judged; below the victims a verdict on its env rests on
+    (`act.Victim.victims`), a pair gives none."""
     found = []
     for name, (env_name, rows) in evaluations.items():
         enough = min(s["n"] for s in rows.values()) >= act.victim_of(env_name).victims
+        again = fresh.get(name) or {}
         for a, b in pairs[name]:
             if a not in rows or b not in rows:
                 continue
@@ -34,16 +36,19 @@ def comparisons(evaluations: dict[str, tuple[str, dict]],
             difference = stats.paired_difference(x, y)
             if not enough:
                 difference["verdict"] = "not distinguishable"
+            repeated = (stats.paired_difference(again[a]["values"], again[b]["values"]) if {a, b} <= again.keys()
+                        else None)
             found.append(replication.Comparison((name, a, b), f"{a} against {b}, {name}?", difference,
-                                                stats.paired_p_value(x, y) if enough else 1.0,
+                                                stats.paired_p_value(x, y) if enough else 1.0, repeated,
                                                 primary=(name, a, b) == PRIMARY))
     return replication.judge(found)
 
 
-def lines(evaluations: dict[str, tuple[str, dict]], pairs: dict[str, list[tuple[str, str]]]) -> list[str]:
+def lines(evaluations: dict[str, tuple[str, dict]], pairs: dict[str, list[tuple[str, str]]],
+          fresh: dict[str, dict | None]) -> list[str]:
     """The summary block: a row per evolved run against no messages, and per test-time joint run against each
-    exploiter baseline; the headline; the test; what its replication would run."""
-    judged = comparisons(evaluations, pairs)
+    exploiter baseline; the headline; the test; the replications still to run."""
+    judged = comparisons(evaluations, pairs, fresh)
     rows = [c.key for c in judged if c.key[2] == BASELINES[0] or c.key[0] == "test-time"
             and c.key[2] != "random shaper"]
     words = [replication.headline(judged, f"Does the evolved anti adversary ({PRIMARY[1]}) lower the victim's "
@@ -52,7 +57,11 @@ def lines(evaluations: dict[str, tuple[str, dict]], pairs: dict[str, list[tuple[
              "Each row: the mean over fresh victims of the per-victim difference, the first condition minus the "
              "second, on the same victim seeds (train time: the victim's mean episode return over its training; "
              "test time: its goal return).",
-             f"Replication: not run yet for any row. It is each part's command on victims from "
-             f"PRNGKey({replication.FRESH_SEED_START}) on, disjoint from the study's, with the committed adversaries "
-             "(`--from-params`); `purerl act` has no option yet to start its victims there, so no command runs it."]
-    return replication.summary(judged, rows, words)
+             replication.pending(provenance.STUDIES["act"], [_part(name) for name in evaluations
+                                                             if fresh.get(name) is None])]
+    return replication.summary(judged, rows, [w for w in words if w])
+
+
+def _part(evaluation: str) -> str:
+    """act.md's part of an evaluation: "train-time" (CartPole-v1), "train-time Pendulum-v1", "test-time"."""
+    return evaluation.removesuffix(f" {act.TEST_TIME_ENV}")

@@ -96,9 +96,11 @@ def test_time_task(env_name: str = "CartPole-v1", victim_messages: str = "evolve
                     train.config.cpu_group)
 
 
-def evaluate_test_time(runs: dict[str, tuple[str, Path]], env_name: str, plots_dir: Path, seeds: list[int]) -> dict:
+def evaluate_test_time(runs: dict[str, tuple[str, Path]], env_name: str, plots_dir: Path, seeds: list[int],
+                       fresh: bool = False) -> dict:
     """Goal return on fresh victim seeds for each evolved run ({label: (victim messages, run dir)}), and a random
-    shaper (random train-time messages and a random exploiter)."""
+    shaper (random train-time messages and a random exploiter); `fresh`: the replication's, into fresh_test_time.json
+    and without the study's plot of a controlled episode."""
     talk, exploiter = CheapTalk(), CheapTalk(condition_dims=1)
     train = victim(env_name, talk)
     hp = victim_of(env_name).hp.as_arrays()
@@ -124,11 +126,12 @@ def evaluate_test_time(runs: dict[str, tuple[str, Path]], env_name: str, plots_d
     rows = {label: stats.summarize(np.asarray(per_seed(psi, phi))) for label, (psi, phi) in conditions.items()}
     plots_dir.mkdir(parents=True, exist_ok=True)
     joint = next(((psi, phi) for label, (psi, phi) in conditions.items() if runs.get(label, ("",))[0] == "evolved"), None)
-    if joint is not None:
+    if joint is not None and not fresh:
         _plot_controlled_episode(train, hp, exploiter, joint, plots_dir / "test_time_episode.png")
-    report = {"env": env_name, "seeds": seeds, "goals_per_seed": EVAL_GOALS, "goal_return": rows,
-              "runs": {label: str(run_dir) for label, (_, run_dir) in runs.items()}}
-    files.write_atomic(plots_dir / "test_time.json", json.dumps(report, indent=2))
+    report = {"env": env_name, **({"fresh_seeds": True} if fresh else {}), "seeds": seeds,
+              "goals_per_seed": EVAL_GOALS, "goal_return": rows,
+              "runs": {label: Path(run_dir).name for label, (_, run_dir) in runs.items()}}
+    files.write_atomic(plots_dir / f"{'fresh_' if fresh else ''}test_time.json", json.dumps(report, indent=2))
     return report
 
 

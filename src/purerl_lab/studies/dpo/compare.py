@@ -20,7 +20,7 @@ from purerl import stats
 from purerl_lab.studies.dpo import lpo_report, summary
 from purerl.meta.evolve import curve_fitness
 from purerl.run import experiment, files, results, rundir
-from purerl_lab.publish import document, provenance, sessions
+from purerl_lab.publish import document, provenance, replication, sessions
 from purerl.algos.ppo_config import PRESETS, HyperParams, PPOConfig
 from purerl.checks import ConfigError
 from purerl.run.trainspec import TrainSpec
@@ -28,8 +28,9 @@ from purerl.run.trainspec import TrainSpec
 
 def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir: Path, title: str,
             progress: bool = True, resume: bool = False, overwrite: bool = False,
-            argv: list[str] | None = None) -> dict:
-    """Train `base` once per objective (same seeds), then write `<env>.json` and `<env>.png`.
+            argv: list[str] | None = None, fresh: bool = False) -> dict:
+    """Train `base` once per objective (same seeds), then write `<env>.json` and `<env>.png` (`fresh`: the
+    replication, on seeds moved past the study's, runs under RUNS_DIR/fresh-ENV and writes `fresh_<env>.*`).
 
     `resume` continues each objective's run under `runs_dir` from its checkpoint (a finished run is read back,
     not retrained), so that an hour-long comparison survives being stopped; a run found there is refused
@@ -44,13 +45,14 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
     if twice:
         raise ConfigError(f"--objectives names the column {twice[0]} twice (an lpo: column is named by its run's "
                           "folder); give each objective once")
-    env_dir = Path(runs_dir) / env
+    part = replication.fresh_part(env) if fresh else env
+    env_dir = env_dir_of(runs_dir, part)
     for spec in specs:  # every objective checked, then every run directory, before the first compile
         spec.validate()
     runs = {label: env_dir / label for label in labels}
     continued = rundir.prepare_each({runs[label]: spec.to_json() for spec, label in zip(specs, labels)}, resume,
                                     overwrite, "comparison")
-    worked = sessions.add(env_dir, "dpo", resume, env, argv)
+    worked = sessions.add(env_dir, "dpo", resume, part, argv)
     cfg = base.config
     kinds = lpo_report.fitness_kinds(objectives, cfg)  # on an LPO evolution's training task: its fitness too
     curves, rows, summaries = {}, {}, []
@@ -61,7 +63,7 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         summaries.append(summary)
         curves[label] = results.read_member_metric(run_dir)
         episodes = results.read_member_metric(run_dir, "episodes") if kinds else None
-        rows[label] = {"final_return": summary["final_return"], "run_dir": str(run_dir),
+        rows[label] = {"final_return": summary["final_return"], "run_dir": run_dir.relative_to(runs_dir).as_posix(),
                        "return_at_80pct": stats.summarize(_return_at(curves[label], LATE_FRACTION)),
                        "env_steps_per_s": summary["env_steps_per_s"],
                        **{f"fitness_{kind}": stats.summarize(curve_fitness(curves[label], kind, episodes=episodes))
@@ -70,6 +72,7 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
     results_dir.mkdir(parents=True, exist_ok=True)
     record = {
         "env": env,
+        **({"fresh_seeds": True} if fresh else {}),
         "preset": base.preset,
         "seeds": base.seeds,
         "total_timesteps": cfg.total_timesteps,
@@ -79,9 +82,15 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
         "hyperparams": {k: float(v) for k, v in base.hyperparams._asdict().items()},
         "objectives": rows,
     }
-    results.plot_labelled_curves(results_dir, curves, cfg.batch_size, f"{env}: {title}", f"{files.slug(env)}.png")
-    files.write_atomic(results_dir / f"{files.slug(env)}.json", json.dumps(record, indent=2))
+    shown = f"{env}, fresh seeds" if fresh else env
+    results.plot_labelled_curves(results_dir, curves, cfg.batch_size, f"{shown}: {title}", f"{files.slug(part)}.png")
+    files.write_atomic(results_dir / f"{files.slug(part)}.json", json.dumps(record, indent=2))
     return {**record, "sessions": worked, "training_s": provenance.training_seconds(summaries)}
+
+
+def env_dir_of(runs_dir: Path, part: str) -> Path:
+    """Where a part's runs go: RUNS_DIR/ENV, and a replication's in RUNS_DIR/fresh-ENV."""
+    return Path(runs_dir) / part.replace(replication.PREFIX, "fresh-", 1)
 
 
 LATE_FRACTION = 0.8  # has PPO's curve flattened? Its return at 80% of the budget against its final return
@@ -116,11 +125,13 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
     results_dir = Path(results_dir)
     records = [files.read_json(p, "a results record", object) for p in sorted(results_dir.glob("*.json"))]
     records = [r for r in records if "objectives" in r]  # other analyses (drift.json) share the folder
+    fresh = {r["env"]: r for r in records if r.get("fresh_seeds")}  # the replications: in the summary only
+    records = [r for r in records if not r.get("fresh_seeds")]
     objectives = sorted({label for r in records for label in r["objectives"]}, key=_objective_order)
     settings = ("each env family's preset, PPO's settings, with DPO's alpha 2 and beta 0.6, as PureJaxRL's "
                 "dpo_continuous_action.py runs DPO on its PPO's" if all(map(_at_preset, records)) else
                 "each row's, in its record (not every one its preset's own)")
-    lines = [f"# {title}", "", *document.notice(report, "dpo"), *summary.lines(records, LATE_FRACTION),
+    lines = [f"# {title}", "", *document.notice(report, "dpo"), *summary.lines(records, fresh, LATE_FRACTION),
              f"Statistic: each seed's final return is its mean episode return over the last {results.FINAL_WINDOW} "
              "updates; a cell gives the IQM over seeds and its 95% percentile-bootstrap CI when there are at least "
              f"{stats.MIN_SEEDS_FOR_CI} seeds, otherwise every per-seed value and n. Every objective uses the same "

@@ -14,12 +14,12 @@ from purerl_lab.studies.commands import parse_command
 
 def compare_part(fp: Fingerprint, command: str, part: str | None = None) -> None:
     """`purerl compare`: each objective's training at the env's config, on the same seeds, and the statistics."""
-    from purerl.cli.train import train_spec
+    from purerl_lab.cli.compare import compare_spec
     from purerl_lab.studies.dpo import lpo_report
     from purerl.run.trainspec import TrainSpec
 
     args = parse_command(command)
-    base = train_spec(args)
+    base = compare_spec(args)
     objectives = [o for o in args.objectives.split(",") if o]
     for objective in objectives:
         spec = TrainSpec(**{**base.__dict__, "objective": objective})

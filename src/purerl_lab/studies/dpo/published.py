@@ -3,7 +3,8 @@ identical seeds (`purerl compare`), env by env, with the drift analysis (`purerl
 
 from __future__ import annotations
 
-from purerl_lab.publish.catalog import EVOLUTION, TRAINING, Study, by_env
+from purerl_lab.publish.catalog import EVOLUTION, FRESH, TRAINING, Study, by_env
+from purerl_lab.publish.replication import fresh_part
 from purerl_lab.studies.dpo.fingerprint import compare_part
 
 
@@ -48,22 +49,25 @@ DIFFERENCES = (
 )
 
 
+_RUNS = (
+    f"{_COMPARE} --env CartPole-v1 --seeds 16 --total-timesteps 65536",
+    f"{_COMPARE} --env Acrobot-v1 --seeds 16",
+    f"{_COMPARE} --env Pendulum-v1 --seeds 16 --total-timesteps 262144",
+    # DPO against PPO where budgets mean something, without the LPO transfer columns, at the MinAtar and Brax
+    # budgets above. Long: `compare --resume` continues them.
+    *(f"{_DPO_VS_PPO} --env {env} --seeds 10{_MINATAR_BUDGET.get(env, '')}" for env in _MINATAR),
+    *(f"{_DPO_VS_PPO} --env {env} --seeds 10 --total-timesteps 4096000" for env in _BRAX),
+)
+
 STUDY = Study(
     "dpo", "dpo.md",
     TRAINING + EVOLUTION + ("purerl/envs/brax.py", *(f"purerl_lab/studies/dpo/{name}.py" for name in ("compare", "lpo_report", "lpo"))),
-    ENVS, (
-        f"purerl analyze drift {','.join(_LPO)} --out docs/results/dpo/lpo",
-        f"{_COMPARE} --env CartPole-v1 --seeds 16 --total-timesteps 65536",
-        f"{_COMPARE} --env Acrobot-v1 --seeds 16",
-        f"{_COMPARE} --env Pendulum-v1 --seeds 16 --total-timesteps 262144",
-        # DPO against PPO where budgets mean something, without the LPO transfer columns, at the MinAtar and Brax
-        # budgets above. Long: `compare --resume` continues them.
-        *(f"{_DPO_VS_PPO} --env {env} --seeds 10{_MINATAR_BUDGET.get(env, '')}" for env in _MINATAR),
-        *(f"{_DPO_VS_PPO} --env {env} --seeds 10 --total-timesteps 4096000" for env in _BRAX),
-    ),
+    # each env's replication (part fresh_ENV): its command with --fresh-seeds (`publish.replication`)
+    (*ENVS, *map(fresh_part, ENVS)),
+    (f"purerl analyze drift {','.join(_LPO)} --out docs/results/dpo/lpo", *_RUNS, *(f"{c} {FRESH}" for c in _RUNS)),
     differences=DIFFERENCES, authors="luchris429/discovered-policy-optimisation at c412884",
     render="purerl_lab.studies.dpo.compare:render",
     fingerprint=compare_part, part_commands=by_env,
-    cost=lambda part: 20.0 if part.startswith("brax:") else 5.0,  # a Brax env: tracing the physics pipeline
+    cost=lambda part: 20.0 if "brax:" in part else 5.0,  # a Brax env: tracing the physics pipeline
     resumes=(("purerl compare", "always"), ("purerl analyze drift", "never")),
 )

@@ -56,6 +56,9 @@ def add_arguments(subparsers) -> None:
     parser.add_argument("--out", type=path, help="run directory (default runs/mfos-GAME-OPPONENT-TIME, "
                                                   "table: runs/mfos-table-TIME); everything is written under it")
     parser.add_argument("--overwrite", action="store_true", help="train: replace a non-empty --out")
+    parser.add_argument("--fresh-seeds", action="store_true",
+                        help="table, with --report: the table's replication, on seeds from PRNGKey(70000) on, into "
+                             "REPORT_STEM/fresh_table.json and a part of the report per game, fresh_GAME")
     parser.add_argument("--resume", action="store_true",
                         help="train: continue the run in --out from its last checkpoint (same settings)")
     parser.add_argument("--merge", type=path, nargs="+",
@@ -86,7 +89,9 @@ def run_cli(args) -> int:
     if self_play:
         settings = settings.replace(**self_play)
         settings.validate()
-    seeds = _seeds(args.seed, settings.seeds)
+    seeds = seeds_of(args, settings.seeds)
+    if args.fresh_seeds and (what != "table" or args.report is None):
+        raise ConfigError("--fresh-seeds replicates a published table: it needs `purerl mfos table --report PATH`")
     if what == "table":
         if args.resume or args.overwrite:
             raise ConfigError("the table neither resumes nor replaces a run directory: give a new or empty --out "
@@ -95,7 +100,7 @@ def run_cli(args) -> int:
         for game in chosen:
             check_pairing(game, "nl")
         report = _table_report(args)
-        record = run_table(settings, seeds, report, chosen, preset, args.argv)
+        record = run_table(settings, seeds, report, chosen, preset, args.argv, fresh=args.fresh_seeds)
         print(f"report: {report} ({record['elapsed_s'] / 60:.1f} min)")
         return 0
     game, opponent = args.game or "ipd", args.opponent or "nl"
@@ -224,6 +229,14 @@ def _published_run_report(report: Path | None, game: str, opponent: str) -> Path
         raise ConfigError(f"--report publishes the {run_report.STUDY} study's pairings ({', '.join(parts)}), not "
                           f"{game} vs {opponent}; this run's own files are under --out")
     return provenance.check_report(report, run_report.STUDY)
+
+
+def seeds_of(args, count: int) -> list[int]:
+    """The run's seeds from --seed and the count, moved past the study's with --fresh-seeds (which refuses --seed)."""
+    from purerl_lab.publish import replication  # its statistics load scipy: not while `purerl mfos` parses flags
+
+    seeds = _seeds(args.seed, count)
+    return replication.fresh_seeds(seeds) if args.fresh_seeds else seeds
 
 
 def _seeds(first: int, count: int) -> list[int]:

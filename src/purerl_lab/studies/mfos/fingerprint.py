@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from purerl_lab.publish.fingerprint.core import Fingerprint, host_common, probe_inputs
+from purerl_lab.publish.catalog import FRESH_PART
 from purerl_lab.studies.commands import parse_command
 
 
@@ -19,7 +20,7 @@ def _mfos_settings(args, table: bool):
                                        self_play_num_games=args.self_play_num_games).items() if v is not None}
     if self_play:
         settings = settings.replace(**self_play)
-    return preset, settings, mfos_cli._seeds(args.seed, settings.seeds)
+    return preset, settings, mfos_cli.seeds_of(args, settings.seeds)
 
 
 def _numbers(settings) -> dict:
@@ -161,6 +162,6 @@ def mfos_run_part(fp: Fingerprint, command: str, part: str | None = None) -> Non
 def mfos_part(fp: Fingerprint, command: str, part: str) -> None:
     """Any M-FOS document's command: the table, restricted to the part's game, or one run."""
     if command.startswith("purerl mfos table"):
-        mfos_table_part(fp, command, part)
+        mfos_table_part(fp, command, part.removeprefix(FRESH_PART))
     else:
         mfos_run_part(fp, command)

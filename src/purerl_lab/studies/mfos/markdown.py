@@ -5,13 +5,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from purerl_lab.publish import document
+from purerl_lab.publish import document, provenance
 from purerl_lab.studies.mfos.baselines import SHAPERS
 from purerl_lab.studies.mfos.report import PAPER, PAPER_SOURCES, POLICY_LABELS, format_cell
 from purerl_lab.studies.mfos.settings import META_EPISODE, OPPONENTS, TRAIN_GAMES
 from purerl.run import files
 
 _ROW_ORDER = [f"{a} vs {b}" for b in OPPONENTS for a in SHAPERS + ("mfos",)] + ["mfos vs mfos"]
+
+
+def _fresh(report: Path) -> dict | None:
+    """The table's replication beside REPORT (`purerl mfos table --fresh-seeds`), None where it has not run: only
+    its games that the manifest records (fresh_GAME), so that a replication still running shows no half game."""
+    path = Path(report).parent / Path(report).stem / "fresh_table.json"
+    if not path.is_file():
+        return None
+    record = files.read_json(path, "a table's replication")
+    parts = provenance.read_manifest(Path(report).parent).get(Path(report).name, {}).get("parts", {})
+    return {**record, "games": {game: entry for game, entry in record["games"].items() if f"fresh_{game}" in parts}}
 
 
 def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
@@ -28,7 +39,7 @@ def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
                  f"mean over seeds, then every seed's value (n = {n_seeds}: too few seeds for a CI)")
     games = sorted(record["games"].items(), key=lambda item: TRAIN_GAMES.index(item[0]))
     lines = [
-        "# Model-Free Opponent Shaping (M-FOS)", "", *document.notice(report, "mfos"), *summary.lines(record),
+        "# Model-Free Opponent Shaping (M-FOS)", "", *document.notice(report, "mfos"), *summary.lines(record, _fresh(report)),
         f"The table's data: [{data}]({data}){_made_by(record, games)}"
         + (f" This text was rendered from that data by `{record['rendered']['command']}` at commit "
            f"{record['rendered']['commit']}." if "rendered" in record else ""), "",
@@ -87,12 +98,12 @@ def write_report(record: dict, report: Path, shown: Path | None = None) -> None:
 
 
 def _paper_line(game: str, opponent: str) -> str:
-    """The paper's number for one pairing beside the table, and where it comes from (or why there is none)."""
+    """The target number for one pairing beside the table, and where it comes from (or why there is none)."""
     who, source = opponent.upper(), PAPER_SOURCES[(game, opponent)]
     if (game, opponent) not in PAPER:
         return f"Paper, full scale, M-FOS vs {who}: {source}."
     mfos, other = PAPER[(game, opponent)]
-    return f"Paper, full scale: M-FOS vs {who} {mfos:+.2f}, {who} {other:+.2f} ({source})."
+    return f"Target, full scale: M-FOS vs {who} {mfos:+.2f}, {who} {other:+.2f} ({source})."
 
 
 def _made_by(record: dict, games: list[tuple[str, dict]]) -> str:
@@ -164,8 +175,8 @@ def _why_no_extortion(sampled: dict, greedy: dict | None) -> str:
         f"Can these payoffs come from extortion at all? In this IPD every feasible payoff pair has s_X + s_Y >= "
         f"2P = {2 * p:g}, so no inner game leaves both players below P = {p:g}; an extortioner (chi >= 1) keeps "
         "each inner game on s_X - P = chi (s_Y - P), so while M-FOS is above P its opponent cannot be below P, "
-        "and neither can an average over inner games. The paper's own full-scale averages (M-FOS -0.48, "
-        "NL -2.17 < P) therefore cannot come from one extortionate policy played through the meta-episode: they "
+        "and neither can an average over inner games. The full-scale target averages (M-FOS -0.48, NL -2.17 < P; "
+        "no traced source in the paper) therefore cannot come from one extortionate policy played through the meta-episode: they "
         "need inner games in which M-FOS defects against a still-cooperating NL, which is exploitation, not "
         "extortion (the discounted game, gamma 0.96, enforces the ZD line only approximately, which does not "
         "change the sign). Extortion could at most describe the end of a meta-episode, which is what the tests "

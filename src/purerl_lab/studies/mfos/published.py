@@ -3,7 +3,8 @@ per game), one run at the paper's budget (mfos_paper.md) and the coin game (mfos
 
 from __future__ import annotations
 
-from purerl_lab.publish.catalog import TRAINING, Study
+from purerl_lab.publish.catalog import FRESH, TRAINING, Study, by_fresh
+from purerl_lab.publish.replication import fresh_part
 from purerl_lab.studies.mfos.fingerprint import mfos_part
 
 
@@ -70,11 +71,13 @@ COIN_DIFFERENCES = (
 )
 
 
+_TABLE = "purerl mfos table --preset small --report docs/results/mfos.md"
+_GAMES = ("ipd", "imp", "chicken")
+# The table's replication (a part fresh_GAME per game): the same command with --fresh-seeds
 TABLE = Study(
-    "mfos", "mfos.md", TRAINING + _MATRIX, ("ipd", "imp", "chicken"), (
-        "purerl mfos table --preset small --report docs/results/mfos.md",
-    ), differences=DIFFERENCES, authors=AUTHORS, render="purerl_lab.studies.mfos.cli:render",
-    fingerprint=mfos_part, by_part=True, cost=25.0, resumes=(("purerl mfos table", "never"),),
+    "mfos", "mfos.md", TRAINING + _MATRIX, (*_GAMES, *map(fresh_part, _GAMES)), (_TABLE, f"{_TABLE} {FRESH}"),
+    differences=DIFFERENCES, authors=AUTHORS, render="purerl_lab.studies.mfos.cli:render",
+    fingerprint=mfos_part, part_commands=by_fresh, by_part=True, cost=25.0, resumes=(("purerl mfos table", "never"),),
 )
 # The paper's budget on a 2-core CPU: about 3.2 h, so rerun it with --resume until it finishes. Four seeds,
 # not the preset's three: over 2 CPU devices three seeds are padded to four, so the fourth costs nothing.

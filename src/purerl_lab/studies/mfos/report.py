@@ -14,13 +14,15 @@ from purerl_lab.studies.mfos.settings import HYPERPARAMS, INNER_LR, META_EPISODE
 from purerl.run import files
 
 
-PAPER = {  # the paper's full-scale numbers (M-FOS, opponent) per step, where a value was found (PAPER_SOURCES)
+PAPER = {  # target numbers (M-FOS, opponent) per step a pairing is compared with, none traced to the paper (PAPER_SOURCES)
     ("ipd", "nl"): (-0.48, -2.17),
 }
 _NOT_FOUND = ("no value here: none could be read from the paper (arXiv 2205.01447) or the authors' repository when "
               "this line was written")
 PAPER_SOURCES = {  # where each of the table's paper numbers comes from, or why a pairing has none
-    ("ipd", "nl"): "the numbers this study was set up to match; not yet traced to a table or figure of the paper",
+    ("ipd", "nl"): "target numbers with no traced source: the values this study was set up to match, attributed to "
+                   "the paper's full-scale run but found in no table or figure of arXiv 2205.01447 and nowhere in the "
+                   "authors' repository (at 3efb169), so they are targets, not the paper's reported result",
     ("imp", "nl"): _NOT_FOUND,
     ("chicken", "mamaml"): _NOT_FOUND,
 }

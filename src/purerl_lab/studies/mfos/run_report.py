@@ -65,9 +65,9 @@ def _body(result: dict, settings: Settings, stem: str, part: str) -> list[str]:
         "in [mfos.md](mfos.md); the deliberate differences from the authors' code that apply here are listed above.",
         "",
         f"Mean reward per step over the last {result['final_window']} meta-episodes (10% of training), "
-        f"{statistic}. Paper: its full-scale numbers ({PAPER_SOURCES[(game, opponent)]}). A verdict on closeness "
+        f"{statistic}. Target: full-scale numbers, {PAPER_SOURCES[(game, opponent)]}. A verdict on closeness "
         f"(within {PAPER_TOLERANCE}) needs a CI: yes where the whole CI lies within it, no where none of it does.", "",
-        "| player | this run | the paper | this run - paper | within " + f"{PAPER_TOLERANCE} |", "|---|---|---|---|---|",
+        f"| player | this run | target | this run - target | within {PAPER_TOLERANCE} |", "|---|---|---|---|---|",
     ]
     paper = PAPER[(game, opponent)]
     for label, cell, quoted in zip(("M-FOS", opponent.upper()), cells, paper):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from purerl import stats
 from purerl_lab.publish import provenance, replication
 from purerl_lab.studies.mfos.settings import GAME_NAMES, OPPONENTS
 
@@ -18,28 +19,36 @@ from purerl_lab.studies.mfos.settings import GAME_NAMES, OPPONENTS
 PRIMARY = ("ipd", "nl")
 
 
-def comparisons(record: dict) -> list[replication.Comparison]:
-    """M-FOS against every learner in every game of a table record, on the study's seeds, judged."""
+def comparisons(record: dict, fresh: dict | None = None) -> list[replication.Comparison]:
+    """M-FOS against every learner in every game of a table record, on the study's seeds and, where its
+    replication (`fresh`, a table record on fresh seeds) has the game, on those, judged."""
     found = []
     for game in (g for g in GAME_NAMES if g in record["games"]):
         rows = record["games"][game]["rows"]
+        again = ((fresh or {}).get("games", {}).get(game) or {}).get("rows", {})
         for opponent in (o for o in OPPONENTS if f"mfos vs {o}" in rows):
-            mfos, other = np.asarray(rows[f"mfos vs {opponent}"]["final_by_seed"], np.float64).T
-            who = opponent.upper()
+            label, who = f"mfos vs {opponent}", opponent.upper()
+            repeated = stats.paired_difference(*_pair(again[label])) if label in again else None
             found.append(replication.Comparison.paired(
                 (game, opponent), f"M-FOS against {who} in the {game.upper()}: M-FOS's reward minus {who}'s?",
-                mfos, other, primary=(game, opponent) == PRIMARY, digits=2))
+                *_pair(rows[label]), fresh=repeated, primary=(game, opponent) == PRIMARY, digits=2))
     return replication.judge(found)
 
 
-def lines(record: dict) -> list[str]:
-    """The summary block: every comparison a row, the primary first; the headline, the test and the command its
-    replication would run."""
-    judged = comparisons(record)
+def _pair(row: dict) -> np.ndarray:
+    """A row's (M-FOS, opponent) rewards per seed."""
+    return np.asarray(row["final_by_seed"], np.float64).T
+
+
+def lines(record: dict, fresh: dict | None = None) -> list[str]:
+    """The summary block: every comparison a row, the primary first; the headline, the test and the replications
+    still to run."""
+    judged = comparisons(record, fresh)
+    waiting = [game for game in GAME_NAMES if game in record["games"] and game not in (fresh or {}).get("games", {})]
     words = [replication.headline(judged, "Does M-FOS come out ahead of a naive learner in the IPD (the question "
                                   "named in advance)?", {"better": "M-FOS ahead", "worse": "the NL ahead"}),
              "Each row: the mean over seeds of a seed's M-FOS reward per step minus its opponent's, both over the "
              "last 10% of that seed's training meta-episodes (paired within the seed). Seeds whose value is not "
              "finite give their row no interval.",
-             replication.pending(provenance.STUDIES["mfos"].commands_of(PRIMARY[0])[0])]
-    return replication.summary(judged, [c.key for c in judged], words)
+             replication.pending(provenance.STUDIES["mfos"], waiting)]
+    return replication.summary(judged, [c.key for c in judged], [w for w in words if w])

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from purerl_lab.publish import provenance as manifest
+from purerl_lab.publish.catalog import FRESH_PART
 from purerl.checks import ConfigError
 from purerl.run import files
 from purerl_lab.studies.mfos.baselines import run_baselines
@@ -19,17 +20,24 @@ from purerl_lab.studies.mfos.runs import agents_path, run_self_play, run_vs_lear
 from purerl_lab.studies.mfos.settings import (GAME_NAMES, HYPERPARAMS, META_EPISODE, MFOS_SEAT, OPPONENT_SEAT, OPPONENTS,
                                           Settings, mamaml_init)
 
+TABLE = "table.json"  # beside a report: the study's table record (its replication's: fresh_table.json)
+
 
 def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[str, ...] = GAME_NAMES,
-              preset: str = "small", argv: list[str] | None = None, log=print) -> dict:
+              preset: str = "small", argv: list[str] | None = None, log=print, fresh: bool = False) -> dict:
     """Every pairing in every game: plain learners against each other, M-FOS against each learner, and
     M-FOS self-play. Writes REPORT (markdown) and, next to it, REPORT_STEM/ (table.json, plots, and in
     params/ the M-FOS agents trained against NL, which `purerl mfos evaluate` re-evaluates), at the start
     and again after every row, so a table stopped early keeps the rows it finished. REPORT's other games
     are kept when its table has these settings (`start_record`). Each finished game is one part of REPORT
-    in the results manifest (`purerl_lab.publish.provenance`), recorded from `argv`."""
-    record = start_record(new_record(settings, seeds, preset, argv), report, games_)  # may refuse: nothing written
+    in the results manifest (`purerl_lab.publish.provenance`), recorded from `argv`. `fresh`: the table's
+    replication (its seeds past the study's) into REPORT_STEM/fresh_table.json and parts fresh_GAME, no plots or agents,
+    beside the study's table, which REPORT goes on showing."""
+    name, prefix = (f"{FRESH_PART}{TABLE}", FRESH_PART) if fresh else (TABLE, "")
+    record = start_record(new_record(settings, seeds, preset, argv), report, games_, name)  # may refuse: nothing written
     results_dir = report.parent / report.stem
+    if fresh and not (results_dir / TABLE).is_file():
+        raise ConfigError(f"--fresh-seeds replicates {report}'s table, and {results_dir / TABLE} does not exist")
     results_dir.mkdir(parents=True, exist_ok=True)
     self_play_settings = settings.for_self_play()
     started = time.perf_counter()
@@ -39,8 +47,8 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
         record["elapsed_s"] = now - started
         if game is not None:
             record["games"][game]["elapsed_s"] = now - game_started
-        files.write_atomic(results_dir / "table.json", json.dumps(record, indent=2))
-        write_report(record, report)
+        files.write_atomic(results_dir / name, json.dumps(record, indent=2))
+        write_report(read_table(results_dir / TABLE, "") if fresh else record, report)
 
     save()
     for game in games_:
@@ -49,7 +57,7 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
         rows = run_baselines(game, settings.num_games, seeds, inits, settings.warmup_steps)
         for label, row in rows.items():
             log(f"{game} {label:18s} {format_cell(row['final']['shaper'])}  {format_cell(row['final']['opponent'])}")
-        manifest.forget(report, game)  # the game's earlier numbers leave the report with the next save
+        manifest.forget(report, prefix + game)  # the game's earlier numbers leave the report with the next save
         entry = record["games"][game] = {"rows": rows,
                                          "mamaml_init": {str(s): np.asarray(v).tolist() for s, v in inits.items()}}
         save(game, game_started)
@@ -67,24 +75,31 @@ def run_table(settings: Settings, seeds: list[int], report: Path, games_: tuple[
             log(f"{game} {label:18s} {format_cell(final['shaper'])}  {format_cell(final['opponent'])}"
                 f"  ({result['compile_s']:.0f} s compile, {result['run_s']:.0f} s)")
             if opponent == "nl":
-                save_agents(agents_path(results_dir, game, opponent), result["params"])
                 entry.update(analysis_vs_nl=result["analysis"], analysis_vs_nl_greedy=result["analysis_greedy"])
-                plot_policies(result["trajectory"], results_dir / f"{game}_nl_policies.png",
-                              f"{game.upper()}: trained M-FOS vs a fresh NL")
-            plt = pyplot()
-            fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-            for ax, run in zip(axes.ravel(), mfos_runs.values()):
-                plot_rewards(ax, run)
-            fig.tight_layout()
-            save_figure(fig, results_dir / f"{game}_rewards.png")
+            if not fresh:  # the study's agents (`purerl mfos evaluate` replays them) and plots, which the report shows
+                _keep(results_dir, game, opponent, result, mfos_runs)
             save(game, game_started)
         if argv is not None:
             meta_steps = settings.num_games * settings.meta_episodes * META_EPISODE
-            manifest.record("mfos", report, game, argv, entry["elapsed_s"],
+            manifest.record("mfos", report, prefix + game, argv, entry["elapsed_s"],
                             {"generations": settings.meta_episodes, "env_steps_per_run": meta_steps, "seeds": seeds},
                             {"unit": "generations: M-FOS meta-episodes (PPO updates); env steps: meta-steps"})
             save()
     return record
+
+
+def _keep(results_dir: Path, game: str, opponent: str, result: dict, mfos_runs: dict) -> None:
+    """A finished M-FOS row's files beside the report: against NL its agents and policy plot; the game's rewards."""
+    if opponent == "nl":
+        save_agents(agents_path(results_dir, game, opponent), result["params"])
+        plot_policies(result["trajectory"], results_dir / f"{game}_nl_policies.png",
+                      f"{game.upper()}: trained M-FOS vs a fresh NL")
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    for ax, run in zip(axes.ravel(), mfos_runs.values()):
+        plot_rewards(ax, run)
+    fig.tight_layout()
+    save_figure(fig, results_dir / f"{game}_rewards.png")
 
 
 def new_record(settings: Settings, seeds: list[int], preset: str, argv: list[str] | None) -> dict:
@@ -94,15 +109,15 @@ def new_record(settings: Settings, seeds: list[int], preset: str, argv: list[str
             "provenance": manifest.run_facts(argv or []), "games": {}}
 
 
-def start_record(record: dict, report: Path, games_: tuple[str, ...]) -> dict:
+def start_record(record: dict, report: Path, games_: tuple[str, ...], name: str = TABLE) -> dict:
     """RECORD with the games of REPORT's existing table, each carrying the provenance of the run that made it,
     when that table has RECORD's settings: a one-game run then replaces its game and keeps the others (the
     rerun games' old numbers stay until their new ones arrive). An unlike table is kept only as a whole, so
     a run that would leave some of its games beside games of other settings is refused here, as is a REPORT
     that is not a table's; both are ConfigErrors before anything is written or compiled."""
-    data = report.parent / report.stem / "table.json"
+    data = report.parent / report.stem / name
     if not data.is_file():
-        if report.exists():
+        if report.exists() and name == TABLE:
             raise ConfigError(f"{report} exists but {data} does not, so it is no table this command wrote; "
                               "pass another --report path")
         return record
@@ -117,7 +132,7 @@ def start_record(record: dict, report: Path, games_: tuple[str, ...]) -> dict:
                           f"pass another --report path, or rerun all its games ({', '.join(old['games'])}) to "
                           "replace it")
     for game in old["games"]:  # the whole table is replaced: its parts stop vouching for it now
-        manifest.forget(report, game)
+        manifest.forget(report, game if name == TABLE else f"{FRESH_PART}{game}")
     return record
 
 

@@ -26,7 +26,7 @@ from purerl.checks import ConfigError
 from purerl.run import files, pbt_files, results
 from purerl.run.pbt_config import PBTConfig
 from purerl.run.trainspec import TrainSpec
-from purerl_lab.publish.replication import FRESH_SEED_START
+from purerl_lab.publish import replication
 
 METHODS = {"pbt": "PBT", "random": "random search", "default": "preset defaults"}  # run-folder name: label
 EVAL_SEED = 20_240_555  # the fresh episodes' key: apart from every training seed's stream
@@ -58,9 +58,7 @@ class Design:
 
     def with_fresh_seeds(self) -> "Design":
         """The replication of this design: every seed moved past every seed a study of ours trains on."""
-        if self.base.seeds[0] != 0:
-            raise ConfigError("--fresh-seeds chooses the seeds (from PRNGKey(70000) on): give no --seed")
-        moved = dataclasses.replace(self.base, seeds=[seed + FRESH_SEED_START for seed in self.base.seeds])
+        moved = dataclasses.replace(self.base, seeds=replication.fresh_seeds(self.base.seeds))
         return dataclasses.replace(self, base=moved, fresh=True)
 
     def seeds(self, repetition: int) -> list[int]:

@@ -4,7 +4,8 @@ paper itself."""
 
 from __future__ import annotations
 
-from purerl_lab.publish.catalog import TRAINING, Study
+from purerl_lab.publish.catalog import FRESH, TRAINING, Study, by_env
+from purerl_lab.publish.replication import fresh_part
 from purerl_lab.studies.pbt.fingerprint import pbt_study_part
 
 
@@ -16,21 +17,13 @@ _SOURCES = ("purerl/run/pbt.py", "purerl/run/pbt_config.py", "purerl/run/pbt_fil
             "purerl_lab/studies/pbt/design.py")
 
 _TASKS = (("Pendulum-v1", " --total-timesteps 491520"), ("Acrobot-v1", ""))
-_FRESH = " --fresh-seeds"  # each task's replication (part fresh_ENV): the same command on fresh seeds
-
-
-def _part_commands(study: Study, part: str) -> list[str]:
-    """Part ENV is made by the command on ENV, part fresh_ENV by that command with --fresh-seeds."""
-    env = part.removeprefix("fresh_")
-    fresh = part != env
-    return [c for c in study.commands if f" --env {env} " in f"{c} " and c.endswith(_FRESH) == fresh]
-
+# each task's replication (part fresh_ENV): the same command with --fresh-seeds (`publish.replication`)
 
 STUDY = Study(
     "pbt", "pbt.md", TRAINING + _SOURCES + ("purerl_lab/studies/pbt/report.py",),
-    (*(env for env, _ in _TASKS), *(f"fresh_{env}" for env, _ in _TASKS)),
+    (*(env for env, _ in _TASKS), *(fresh_part(env) for env, _ in _TASKS)),
     (*(f"{_PBT} --env {env}{budget}" for env, budget in _TASKS),
-     *(f"{_PBT} --env {env}{budget}{_FRESH}" for env, budget in _TASKS)),
+     *(f"{_PBT} --env {env}{budget} {FRESH}" for env, budget in _TASKS)),
     render="purerl_lab.studies.pbt.report:write_report",
-    fingerprint=pbt_study_part, part_commands=_part_commands, cost=4.0, resumes=(("purerl pbt-study", "always"),),
+    fingerprint=pbt_study_part, part_commands=by_env, cost=4.0, resumes=(("purerl pbt-study", "always"),),
 )

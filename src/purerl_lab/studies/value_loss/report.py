@@ -58,9 +58,11 @@ def save_artefacts(evolutions: dict[str, dict], directory: Path) -> None:
         if target.resolve() == Path(evolution["source"]).resolve():
             continue
         target.mkdir(parents=True, exist_ok=True)
-        for entry in (rundir.CONFIG, evolve_files.GENERATIONS_CSV, evolve_files.MEAN_PARAMS, rundir.PROVENANCE):
-            if entry != rundir.PROVENANCE or (Path(evolution["source"]) / entry).is_file():
-                shutil.copyfile(Path(evolution["source"]) / entry, target / entry)
+        for entry in (rundir.CONFIG, evolve_files.GENERATIONS_CSV, evolve_files.MEAN_PARAMS):
+            shutil.copyfile(Path(evolution["source"]) / entry, target / entry)
+        if (Path(evolution["source"]) / rundir.PROVENANCE).is_file():  # its sessions, without the runner's paths
+            sessions = [{**s, "command": manifest.portable_command(s["command"])} for s in evolution["sessions"]]
+            files.write_atomic(target / rundir.PROVENANCE, json.dumps(sessions, indent=2) + "\n")
 
 
 def evolution_summary(evolution: dict) -> dict:
@@ -68,7 +70,8 @@ def evolution_summary(evolution: dict) -> dict:
     return {"generations": len(means), "first_generation_mean_fitness": means[0],
             "last_generations_mean_fitness": float(np.mean(means[-SELECTION_WINDOW:])),
             "seconds": float(sum(row["seconds"] for row in evolution["log"])), "es": evolution["config"]["es"],
-            "made_by": [{key: session.get(key) for key in ("command", "commit", "machine", "date")}
+            "made_by": [{**{key: session.get(key) for key in ("command", "commit", "machine", "date")},
+                         **({"command": manifest.portable_command(session["command"])} if session.get("command") else {})}
                         for session in evolution.get("sessions", [])]}
 
 

@@ -5,6 +5,7 @@ too, and write the env's part of docs/results/offpolicy.md through provenance.""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from purerl.checks import ConfigError
@@ -24,6 +25,9 @@ def add_arguments(sub) -> None:
     parser.add_argument("--algos", default="ppo,sac", help="comma-separated algorithms to compare, at least two")
     parser.add_argument("--episodes", type=integer, default=16,
                         help="evaluation episodes per seed at each mark, greedy and sampled each (16)")
+    parser.add_argument("--fresh-seeds", action="store_true",
+                        help="the comparison's replication: its seeds moved to PRNGKey(70000) on, its runs in "
+                        "RUNS_DIR/fresh-ENV and its record in its own part of the report, fresh_ENV")
     parser.add_argument("--runs-dir", type=path, default=Path("runs/versus"), help="where the runs go")
     parser.add_argument("--resume", action="store_true",
                         help="continue the runs in --runs-dir from their checkpoints and start the missing ones")
@@ -38,6 +42,7 @@ def design_of(args):
     `purerl train --algo ALGO` would build it from the flags that are its own."""
     from purerl.algos import registry
     from purerl.cli.train import train_spec
+    from purerl_lab.publish import replication
     from purerl_lab.studies.versus import design as study
 
     algos = [name.strip() for name in args.algos.split(",") if name.strip()]
@@ -56,14 +61,16 @@ def design_of(args):
     for algorithm in chosen:
         own = set(registry.config_fields([algorithm])) | set(registry.hyperparam_fields([algorithm]))
         flags = {**vars(args), **{name: None for name in fields if name not in own}, "algo": algorithm.name}
-        specs[algorithm.name] = train_spec(argparse.Namespace(**flags))
+        specs[algorithm.name] = spec = train_spec(argparse.Namespace(**flags))
+        if args.fresh_seeds:
+            specs[algorithm.name] = dataclasses.replace(spec, seeds=replication.fresh_seeds(spec.seeds))
     design = study.Design(specs, args.episodes)
     design.validate()
     return design
 
 
 def run_cli(args) -> int:
-    from purerl_lab.publish import provenance, sessions
+    from purerl_lab.publish import provenance, replication, sessions
     from purerl.run import experiment, results, rundir
     from purerl.run.files import slug
     from purerl_lab.studies.versus import evaluation, report as versus_report
@@ -72,16 +79,17 @@ def run_cli(args) -> int:
         raise ConfigError("--resume and --overwrite exclude each other")
     design = design_of(args)
     env = design.env
+    part, name = (replication.fresh_part(env), f"fresh-{slug(env)}") if args.fresh_seeds else (env, slug(env))
     report = provenance.check_report(args.report or args.runs_dir / "report.md", STUDY,
-                                     data=(f"{slug(env)}.json", f"{slug(env)}.png"))
+                                     data=(f"{slug(part)}.json", f"{slug(part)}.png"))
     folder = report.parent / report.stem
-    runs = {algo: args.runs_dir / slug(env) / algo for algo in design.specs}
+    runs = {algo: args.runs_dir / name / algo for algo in design.specs}
     if args.resume:
         for out in runs.values():
             evaluation.check(out, design.episodes)
     continued = rundir.prepare_each({runs[algo]: spec.to_json() for algo, spec in design.specs.items()},
                                     args.resume, args.overwrite, "comparison")
-    worked = sessions.add(args.runs_dir / slug(env), STUDY, args.resume, env, args.argv)
+    worked = sessions.add(args.runs_dir / name, STUDY, args.resume, part, args.argv)
     summaries = {}
     for algo, out in runs.items():
         evaluator = evaluation.Evaluator(design.specs[algo].build(), design.seeds, design.episodes, out)
@@ -93,11 +101,13 @@ def run_cli(args) -> int:
     curves = {algo: results.read_member_metric(out) for algo, out in runs.items()}
     evaluations = {algo: evaluation.read(out, design.mark_updates(algo), len(design.seeds))
                    for algo, out in runs.items()}
-    record = versus_report.record(design, curves, evaluations, summaries, runs, evaluator.time_limit)
+    record = versus_report.record(design, curves, evaluations, summaries,
+                                  {algo: out.relative_to(args.runs_dir) for algo, out in runs.items()},
+                                  evaluator.time_limit, args.fresh_seeds)
     folder.mkdir(parents=True, exist_ok=True)
-    versus_report.plot(folder, design, curves, evaluations)
-    versus_report.write(record, folder)
-    provenance.record(STUDY, report, env, args.argv, provenance.training_seconds(summaries.values()),
+    versus_report.plot(folder, design, curves, evaluations, slug(part))
+    versus_report.write(record, folder, slug(part))
+    provenance.record(STUDY, report, part, args.argv, provenance.training_seconds(summaries.values()),
                       {"env_steps_per_run": design.env_steps_per_run, "seeds": design.seeds},
                       {"algorithms": list(design.specs), "evaluation_episodes": design.episodes},
                       sessions=worked if len(worked) > 1 else None, wall_summed=True)

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from purerl_lab.publish.catalog import TRAINING, Study, by_env
+from purerl_lab.publish.catalog import FRESH, TRAINING, Study, by_env
+from purerl_lab.publish.replication import fresh_part
 from purerl_lab.studies.versus.fingerprint import versus_part
 
 
@@ -48,8 +49,9 @@ DIFFERENCES = (
 
 STUDY = Study(
     "offpolicy", "offpolicy.md",
-    TRAINING + ("purerl/envs/brax.py", "purerl/run/policy.py", "purerl_lab/studies/versus/*.py"), _ENVS,
-    tuple(f"{_VERSUS} --env {env}" for env in _ENVS),
+    TRAINING + ("purerl/envs/brax.py", "purerl/run/policy.py", "purerl_lab/studies/versus/*.py"),
+    (*_ENVS, *map(fresh_part, _ENVS)),  # each env's replication (part fresh_ENV): its command with --fresh-seeds
+    (*(f"{_VERSUS} --env {env}" for env in _ENVS), *(f"{_VERSUS} --env {env} {FRESH}" for env in _ENVS)),
     differences=DIFFERENCES, authors="vwxyzjn/cleanrl at 004f8a0 (SAC) and luchris429/purejaxrl at 146b485 (PPO)",
     render="purerl_lab.studies.versus.report:write_report",
     fingerprint=versus_part, part_commands=by_env, cost=40.0, resumes=(("purerl versus", "always"),),

@@ -24,9 +24,9 @@ _NOT_SETTINGS = ("env", "total_timesteps", "cpu_group")  # the budget is stated 
 
 
 def record(design: Design, curves: dict[str, np.ndarray], evaluations: dict[str, dict[str, np.ndarray]],
-           summaries: dict[str, dict], runs: dict[str, Path], time_limit: int) -> dict:
-    """The env's record: what each algorithm ran, how fast, its evaluated returns at the marks (per mode) and its
-    training returns there (`marks`)."""
+           summaries: dict[str, dict], runs: dict[str, Path], time_limit: int, fresh: bool = False) -> dict:
+    """The env's record: what each algorithm ran (`runs`: its folder under --runs-dir), how fast, its evaluated
+    returns at the marks (per mode) and its training returns there (`marks`); `fresh`: the replication's."""
     algorithms = {}
     evaluated = evaluated_at_marks(design, evaluations)
     for (algo, spec), marks in zip(design.specs.items(), at_marks(design, curves, time_limit).values()):
@@ -39,8 +39,8 @@ def record(design: Design, curves: dict[str, np.ndarray], evaluations: dict[str,
             "hyperparams": recorded["hyperparams"], "env_steps_per_update": cfg.batch_size,
             "num_updates": cfg.num_updates, "gradient_steps_per_env_step": gradient_steps,
             "samples_per_env_step": samples, "env_steps_per_s": summaries[algo].get("env_steps_per_s"),
-            "run_dir": str(runs[algo]), "evaluated": evaluated[algo], "marks": marks}
-    return {"env": design.env, "seeds": design.seeds, "env_steps_per_run": design.env_steps_per_run,
+            "run_dir": Path(runs[algo]).as_posix(), "evaluated": evaluated[algo], "marks": marks}
+    return {"env": design.env, **({"fresh_seeds": True} if fresh else {}), "seeds": design.seeds, "env_steps_per_run": design.env_steps_per_run,
             "window_env_steps": design.window, "marks": design.marks, "time_limit": time_limit,
             "evaluation": {"episodes": design.episodes, "seed": EVAL_SEED}, "algorithms": algorithms}
 
@@ -58,7 +58,7 @@ def work_per_env_step(config) -> tuple[float | None, float | None]:
 
 
 def plot(folder: Path, design: Design, curves: dict[str, np.ndarray],
-         evaluations: dict[str, dict[str, np.ndarray]]) -> Path:
+         evaluations: dict[str, dict[str, np.ndarray]], name: str) -> Path:
     """`ENV.png`: per algorithm, the greedy and the sampled evaluation at the marks and the training curve, each a
     panel against env steps (IQM over seeds; a 95% band from 10 seeds, else every seed)."""
     title = {algo: registry.get(algo).title for algo in design.specs}
@@ -68,11 +68,11 @@ def plot(folder: Path, design: Design, curves: dict[str, np.ndarray],
         results.Curve(title[algo], (np.arange(curve.shape[0]) + 1) * design.specs[algo].config.batch_size, curve)
         for algo, curve in curves.items()]
     figure = results.draw_panels(panels, "episode return against env steps, each algorithm at its own preset")
-    return results.save_figure(figure, Path(folder) / f"{slug(design.env)}.png")
+    return results.save_figure(figure, Path(folder) / f"{name}.png")
 
 
-def write(record_: dict, folder: Path) -> None:
-    files.write_atomic(Path(folder) / f"{slug(record_['env'])}.json",
+def write(record_: dict, folder: Path, name: str) -> None:
+    files.write_atomic(Path(folder) / f"{name}.json",
                        json.dumps(results.json_safe(record_), indent=2) + "\n")
 
 
@@ -81,7 +81,9 @@ def write_report(report: Path) -> Path:
     report = Path(report)
     folder = report.parent / report.stem
     records = [files.read_json(p, "a versus record") for p in sorted(folder.glob("*.json"))]
-    lines = [f"# {TITLE}", "", *document.notice(report, "offpolicy"), *summary.lines(records), *_design(), ""]
+    fresh = {r["env"]: r for r in records if r.get("fresh_seeds")}  # the replications: in the summary only
+    records = [r for r in records if not r.get("fresh_seeds")]
+    lines = [f"# {TITLE}", "", *document.notice(report, "offpolicy"), *summary.lines(records, fresh), *_design(), ""]
     for r in records:
         lines += _env(r, folder.name)
     lines += document.footer(report, "offpolicy")
