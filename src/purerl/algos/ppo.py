@@ -160,14 +160,14 @@ class PPO(loop.MinibatchEpochs):
             final_obs = self.stored(self.obs_norm.normalize(obs_stats, self.observe(ts.final_obs, meta_params)))
             reward_stats, reward = self.reward_norm.update_and_normalize(reward_stats, ts, hp.gamma)
             done = ts.done
-            bootstrap = {"bootstrap_obs": jnp.where(_expand_like(done, next_obs), final_obs, next_obs)}
+            bootstrap_obs, bootstrap_value = jnp.where(_expand_like(done, next_obs), final_obs, next_obs), None
             if self.config.rollout_bootstrap:  # its value now, from the memory the step reached: no stored copy
-                bootstrap = {"bootstrap_obs": None, "bootstrap_value": self.network.apply(
-                    state.params, memory, bootstrap["bootstrap_obs"], method="bootstrap_value")}
+                bootstrap_value = self.network.apply(state.params, memory, bootstrap_obs, method="bootstrap_value")
+                bootstrap_obs = None
             transition = Transition(obs=obs, reset=reset, action=action, log_prob=log_prob, reward=reward,
-                                    terminated=ts.terminated, done=done, **bootstrap,
+                                    terminated=ts.terminated, done=done, bootstrap_obs=bootstrap_obs,
                                     episode_done=ts.info["episode_done"], episode_return=ts.info["episode_return"],
-                                    episode_length=ts.info["episode_length"])
+                                    episode_length=ts.info["episode_length"], bootstrap_value=bootstrap_value)
             return (env_state, next_obs, done, memory, obs_stats, reward_stats, key), transition
 
         carry = (state.env_state, state.obs, state.reset, state.carry, state.obs_stats, state.reward_stats, state.key)
