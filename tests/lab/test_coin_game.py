@@ -1,6 +1,7 @@
 """The coin game, recurrent PPO, and M-FOS in the coin game."""
 
 import functools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +16,9 @@ from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
 from purerl.nets.layers import init_params
 from purerl_lab.studies.mfos.coin_nets import ConvGRUActorCritic
+from purerl_lab.publish import document, replication
 from purerl_lab.studies.mfos import coin as mfos_coin
+from purerl_lab.studies.mfos import coin_report
 
 RIGHT, LEFT, DOWN, UP = range(4)
 
@@ -175,7 +178,13 @@ def test_coin_cli_smoke(tmp_path, capsys):
     part = provenance.read_manifest(report.parent)["coin.md"]["parts"]["coin"]
     assert part["command"] == "purerl mfos --game coin --preset tiny --out RUNS/coin --report RUNS/docs/coin.md"
     assert part["budget"] == {"population": None, "generations": 2, "seeds": [0], "env_steps_per_run": 4 * 2 * 16 * 16}
-    assert "`purerl mfos --game coin --preset tiny" in report.read_text() and (report.parent / "coin" / "learning.png").exists()
+    text = report.read_text()
+    assert "`purerl mfos --game coin --preset tiny" in text and (report.parent / "coin" / "learning.png").exists()
+    record = json.loads((report.parent / "coin" / "coin.json").read_text())
+    assert record["seeds"] == [0] and np.asarray(record["final_by_seed"]).shape == (1, len(mfos_coin.LOG_COLUMNS))
+    lines = text.split("\n")  # the summary first, the differences and provenance last
+    assert lines[2] == replication.START and lines.index(document.FOOTER) > lines.index(replication.END)
+    assert coin_report.render(report) == report and report.read_text() == text  # again from the record alone
     summary = (out / "summary.json").read_text()
     assert '"mfos_own_coin_rate"' in summary
     assert (out / "learning.png").stat().st_size > 0
@@ -184,6 +193,14 @@ def test_coin_cli_smoke(tmp_path, capsys):
     assert "coin game, M-FOS vs PPO" in capsys.readouterr().out
     assert cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--resume"]) == 0
     assert "resumed after meta-episode 2" in capsys.readouterr().out
+    # its replication: the same run on seeds from PRNGKey(70000) on, a part of its own beside the study's
+    fresh = ["mfos", "--game", "coin", "--preset", "tiny", "--out", str(tmp_path / "fresh"), "--report", str(report),
+             "--fresh-seeds"]
+    assert cli.main(fresh) == 0
+    parts = provenance.read_manifest(report.parent)["coin.md"]["parts"]
+    assert set(parts) == {"coin", "fresh_coin"} and parts["fresh_coin"]["budget"]["seeds"] == [70000]
+    assert json.loads((report.parent / "coin" / "fresh_coin.json").read_text())["seeds"] == [70000]
+    assert "On fresh seeds (70000..70000)" in report.read_text()
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -191,6 +208,8 @@ def test_coin_cli_smoke(tmp_path, capsys):
     (["--game", "coin", "--opponent", "nl"], "the coin game's opponent is ppo"),
     (["--game", "coin", "--preset", "small"], "unknown coin-game preset 'small'"),
     (["--game", "coin", "--num-games", "0"], "num-boards must be a positive integer"),
+    (["--game", "coin", "--fresh-seeds"], "--fresh-seeds replicates a published run: it needs --report PATH"),
+    (["--game", "coin", "--fresh-seeds", "--seed", "3", "--report", "x.md"], "--fresh-seeds chooses the seeds"),
 ])
 def test_coin_cli_rejects_bad_input_before_compiling(argv, message, capsys):
     from purerl import cli

@@ -11,10 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from purerl_lab.publish import provenance
+from purerl_lab.publish import document, provenance, replication
 from purerl.checks import ConfigError
 from purerl.run import stopping
-from purerl_lab.studies.mfos import analysis, baselines, games, meta_game, report, runs, self_play, settings, table
+from purerl_lab.studies.mfos import analysis, baselines, games, meta_game, report, run_report, runs, self_play, settings, table
 from purerl_lab.studies.mfos import cli as mfos_cli
 
 GAMMA = 0.96
@@ -341,7 +341,15 @@ def test_one_run_writes_its_published_report_with_the_paper_numbers_and_its_agen
     text = report.read_text()
     assert "| M-FOS |" in text and "| -0.48 |" in text and "| -2.17 |" in text and "Press & Dyson" in text
     stem = report.parent / "mfos_paper"
-    assert {p.name for p in stem.iterdir()} == {"ipd-vs-nl_rewards.png", "ipd-vs-nl_policies.png", "params"}
+    assert {p.name for p in stem.iterdir()} == {"ipd-vs-nl.json", "ipd-vs-nl_rewards.png", "ipd-vs-nl_policies.png",
+                                               "params"}
+    # the summary opens the document (after the title), the differences and provenance close it
+    lines = text.split("\n")
+    assert lines[2] == replication.START and lines.index(document.FOOTER) > lines.index(replication.END)
+    assert "not resolved" in text.split(replication.END)[0] and "no traced source" in text.split(replication.END)[0]
+    assert "**" not in text.split(document.FOOTER)[0].replace("**Primary:**", "")  # 2 seeds: no verdict in bold
+    # the render writes the same document again from the record, without training
+    assert run_report.render(report) == report and report.read_text() == text
     params = runs.load_agents(stem / "params" / "ipd-vs-nl.msgpack")
     assert jax.tree.leaves(params)[0].shape[0] == TINY.seeds  # one agent per seed
     part = json.loads((report.parent / "manifest.json").read_text())["mfos_paper.md"]["parts"]["ipd-vs-nl"]

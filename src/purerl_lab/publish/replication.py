@@ -102,10 +102,11 @@ def headline(comparisons: list[Comparison], question: str, said: dict[str, str])
     others = [c for c in comparisons if not c.primary]
     held = [f"{c.question.rstrip('?')} ({c.verdict})" for c in others if bold(c)]
     waiting = sum(c.verdict == "replication pending" for c in others)
-    lines.append(f"Of the other {len(others)} comparisons, {len(held)} replicate" + (f": {'; '.join(held)}" if held
-                                                                                     else "")
-                 + (f"; {waiting} more hold on the study's seeds, Holm-corrected, and wait for their replication"
-                    if waiting else "") + ".")
+    if others:
+        lines.append(f"Of the other {len(others)} comparisons, {len(held)} replicate"
+                     + (f": {'; '.join(held)}" if held else "")
+                     + (f"; {waiting} more hold on the study's seeds, Holm-corrected, and wait for their replication"
+                        if waiting else "") + ".")
     return " ".join(lines)
 
 
@@ -149,10 +150,11 @@ def pending(study, parts: list[str]) -> str:
 def rule(comparisons: list[Comparison]) -> str:
     """The rule in words, with the family's size."""
     others = sum(not c.primary for c in comparisons)
+    corrected = (f", each of the other {others} by its Holm-corrected p-value below 0.05 (a percentile bootstrap of "
+                 "the paired mean, the family being every comparison of this document)" if others else "")
     return (f"A verdict (bold) holds on the study's seeds and again on disjoint fresh seeds, run by the same command: "
-            f"the primary comparison by its paired 95% CI, each of the other {others} by its Holm-corrected p-value "
-            f"below 0.05 (a percentile bootstrap of the paired mean, the family being every comparison of this "
-            f"document), and on the fresh seeds by a paired 95% CI clear of 0 the same way. Anything else is "
+            f"the primary comparison by its paired 95% CI{corrected}, and on the fresh seeds by a paired 95% CI "
+            f"clear of 0 the same way. Anything else is "
             f"'not resolved' (no verdict on the study's seeds) or 'not replicated' (the fresh seeds do not give it).")
 
 

@@ -57,8 +57,9 @@ def add_arguments(subparsers) -> None:
                                                   "table: runs/mfos-table-TIME); everything is written under it")
     parser.add_argument("--overwrite", action="store_true", help="train: replace a non-empty --out")
     parser.add_argument("--fresh-seeds", action="store_true",
-                        help="table, with --report: the table's replication, on seeds from PRNGKey(70000) on, into "
-                             "REPORT_STEM/fresh_table.json and a part of the report per game, fresh_GAME")
+                        help="with --report, a published table's or coin-game run's replication, on seeds from "
+                             "PRNGKey(70000) on: the table's into REPORT_STEM/fresh_table.json and a part per game, "
+                             "fresh_GAME; the coin game's into REPORT_STEM/fresh_coin.json, part fresh_coin")
     parser.add_argument("--resume", action="store_true",
                         help="train: continue the run in --out from its last checkpoint (same settings)")
     parser.add_argument("--merge", type=path, nargs="+",
@@ -91,7 +92,8 @@ def run_cli(args) -> int:
         settings.validate()
     seeds = seeds_of(args, settings.seeds)
     if args.fresh_seeds and (what != "table" or args.report is None):
-        raise ConfigError("--fresh-seeds replicates a published table: it needs `purerl mfos table --report PATH`")
+        raise ConfigError("--fresh-seeds replicates a published table or coin-game run: it needs `purerl mfos "
+                          "table --report PATH` or `purerl mfos --game coin --report PATH`")
     if what == "table":
         if args.resume or args.overwrite:
             raise ConfigError("the table neither resumes nor replaces a run directory: give a new or empty --out "
@@ -228,7 +230,7 @@ def _published_run_report(report: Path | None, game: str, opponent: str) -> Path
     if run_report.part_name(game, opponent) not in parts:
         raise ConfigError(f"--report publishes the {run_report.STUDY} study's pairings ({', '.join(parts)}), not "
                           f"{game} vs {opponent}; this run's own files are under --out")
-    return provenance.check_report(report, run_report.STUDY)
+    return provenance.check_report(report, run_report.STUDY, run_report.records(game, opponent))
 
 
 def seeds_of(args, count: int) -> list[int]:
@@ -275,8 +277,11 @@ def _run_coin_cli(args, what: str) -> int:
                                      meta_episodes=args.meta_episodes).items() if v is not None}
     settings = coin.PRESETS[preset].replace(**changes)
     settings.validate()
-    seeds = _seeds(args.seed, settings.seeds)
-    report = provenance.check_report(args.report, "mfos_coin") if args.report else None
+    if args.fresh_seeds and args.report is None:
+        raise ConfigError("--fresh-seeds replicates a published run: it needs --report PATH")
+    seeds = seeds_of(args, settings.seeds)
+    report = (provenance.check_report(args.report, coin_report.STUDY, coin_report.RECORDS) if args.report
+              else None)
     out = _prepare_out(args, "coin", "ppo", coin.run_config(settings, seeds, preset))
     rundir.record_session(out, sessions.facts("mfos_coin", "coin", args.argv))  # at the start: a killed one counts
     result = coin.run(settings, seeds, out / "checkpoint", resume=args.resume)
@@ -284,7 +289,7 @@ def _run_coin_cli(args, what: str) -> int:
     if result["resumed_from_meta_episode"]:
         print(f"resumed after meta-episode {result['resumed_from_meta_episode']}")
     if report:
-        coin_report.write_report(report, result, settings, preset, args.argv, rundir.sessions(out))
+        coin_report.write_report(report, result, settings, preset, args.argv, rundir.sessions(out), args.fresh_seeds)
         print(f"report: {report}")
     print(f"coin game, M-FOS vs PPO, preset {preset}: {settings.num_boards} boards x {settings.meta_episodes} "
           f"meta-episodes, {len(seeds)} seeds (compile {result['compile_s']:.1f} s, run {result['run_s']:.1f} s)"

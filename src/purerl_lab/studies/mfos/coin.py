@@ -263,7 +263,8 @@ def run(settings: CoinSettings, seeds: list[int], checkpoint_dir: Path | None = 
     final = log_rows[:, -window:].mean(axis=1)
     board_steps = len(seeds) * settings.num_boards * META_STEPS * settings.meta_episodes
     return {"game": "coin", "opponent": "ppo", "seeds": seeds, "final_window": window, "log": log_rows,
-            "final": summaries(final, LOG_COLUMNS), "compile_s": timing["compile_s"], "run_s": timing["run_s"],
+            "final": summaries(final, LOG_COLUMNS), "final_by_seed": final.tolist(),
+            "first_by_seed": log_rows[:, 0].tolist(), "compile_s": timing["compile_s"], "run_s": timing["run_s"],
             "resumed_from_meta_episode": timing["first"],
             # run_s is summed over every session of a resumed run, so it covers every meta-episode
             "steps_per_s": board_steps / timing["run_s"] if timing["run_s"] > 0 else None}

@@ -121,7 +121,7 @@ def mfos_run_part(fp: Fingerprint, command: str, part: str | None = None) -> Non
         changes = {k: v for k, v in dict(seeds=args.seeds, num_boards=args.num_games,
                                          meta_episodes=args.meta_episodes).items() if v is not None}
         settings = coin.PRESETS[preset].replace(**changes)
-        seeds = mfos_cli._seeds(args.seed, settings.seeds)
+        seeds = mfos_cli.seeds_of(args, settings.seeds)
         fp.input("run config", {k: v for k, v in coin.run_config(settings, seeds, preset).items()
                                 if k not in ("command", "preset", "settings")} | {"settings": _numbers(settings)})
         _, init, advance = coin.make_coin_train(settings)

@@ -13,7 +13,7 @@ from purerl_lab.studies.mfos.fingerprint import mfos_part
 _MATRIX = ("purerl_lab/studies/mfos/games.py", *(f"purerl_lab/studies/mfos/{name}.py" for name in (
     "analysis", "baselines", "meta_game", "runs", "self_play", "settings", "table")))
 _COIN = ("purerl_lab/studies/mfos/games.py", "purerl_lab/studies/mfos/coin_game.py", *(f"purerl_lab/studies/mfos/{name}.py" for name in (
-    "analysis", "coin", "coin_nets", "coin_report", "meta_game", "runs", "self_play", "settings")))
+    "analysis", "coin", "coin_nets", "meta_game", "runs", "self_play", "settings")))
 
 AUTHORS = "luchris429/model-free-opponent-shaping at 3efb169"
 _MFOS_PPO = (
@@ -88,10 +88,13 @@ PAPER = Study(
     ), differences=PAPER_DIFFERENCES, authors=AUTHORS, fingerprint=mfos_part, cost=4.0,
     resumes=(("purerl mfos --game", "its --out"),),
 )
+_COIN_RUN = "purerl mfos --game coin --preset cpu --seeds 10 --meta-episodes 1500"
+# About 3.5 h each on a 2-core CPU: rerun with --resume until they finish. The replication (part fresh_coin) runs the
+# same command on fresh seeds into a run folder of its own.
 COIN = Study(
-    "mfos_coin", "mfos_coin.md", TRAINING + _COIN, ("coin",), (
-        "purerl mfos --game coin --preset cpu --seeds 10 --meta-episodes 1500 --out {runs}/mfos-coin "
-        "--report docs/results/mfos_coin.md",
-    ), differences=COIN_DIFFERENCES, authors=AUTHORS, fingerprint=mfos_part, cost=4.0,
-    resumes=(("purerl mfos --game", "its --out"),),
+    "mfos_coin", "mfos_coin.md", TRAINING + _COIN, ("coin", fresh_part("coin")), (
+        f"{_COIN_RUN} --out {{runs}}/mfos-coin --report docs/results/mfos_coin.md",
+        f"{_COIN_RUN} --out {{runs}}/fresh-mfos-coin --report docs/results/mfos_coin.md {FRESH}",
+    ), differences=COIN_DIFFERENCES, authors=AUTHORS, render="purerl_lab.studies.mfos.coin_report:render",
+    fingerprint=mfos_part, part_commands=by_fresh, cost=4.0, resumes=(("purerl mfos --game", "its --out"),),
 )

@@ -1,5 +1,5 @@
-"""What mfos.md opens with: in each game, M-FOS against each learner it was trained to shape, judged as one family
-(`publish.replication`), and the sentence answering the question named in advance.
+"""What mfos.md and mfos_coin.md open with: in each game, M-FOS against each learner it was trained to shape, judged
+as one family (`publish.replication`), and the sentence answering the question named in advance.
 
 The test: a seed's M-FOS reward per step minus its opponent's, both over the same meta-episodes of that seed (the
 last 10% of training), so the difference is paired within the seed and the seeds are the sample. It asks whether
@@ -52,3 +52,77 @@ def lines(record: dict, fresh: dict | None = None) -> list[str]:
              "finite give their row no interval.",
              replication.pending(provenance.STUDIES["mfos"], waiting)]
     return replication.summary(judged, [c.key for c in judged], [w for w in words if w])
+
+
+# mfos_coin.md's question, named before any fresh seed ran: does M-FOS come out ahead of the PPO learner it shapes,
+# the same test as the matrix games'? The family beside it: how each logged number changed over training.
+COIN_PRIMARY = ("coin", "ahead")
+
+
+def coin_comparisons(record: dict, fresh: dict | None = None) -> list[replication.Comparison]:
+    """A coin-game record's comparisons (`coin_report.write_report`), on its seeds and, where its replication has
+    run (`fresh`, the same record on fresh seeds), on those, judged: M-FOS's reward minus the learner's over the
+    last 10% of training, then each logged column's last 10% minus its first meta-episode."""
+    from purerl_lab.studies.mfos.coin import LOG_COLUMNS
+
+    def columns(r: dict | None, key: str) -> np.ndarray | None:
+        return None if r is None else np.asarray(r[key], np.float64).T  # [column, seed]
+
+    final, first = columns(record, "final_by_seed"), columns(record, "first_by_seed")
+    again, again_first = columns(fresh, "final_by_seed"), columns(fresh, "first_by_seed")
+    found = [replication.Comparison.paired(
+        COIN_PRIMARY, "M-FOS against the PPO learner in the coin game: M-FOS's reward per step minus the learner's?",
+        final[0], final[1], fresh=None if again is None else stats.paired_difference(again[0], again[1]),
+        primary=True, digits=2)]
+    for j, column in enumerate(LOG_COLUMNS):
+        found.append(replication.Comparison.paired(
+            ("coin", column), f"Over training, {column}: last 10% minus the first meta-episode?", final[j], first[j],
+            fresh=None if again is None else stats.paired_difference(again[j], again_first[j]), digits=2))
+    return replication.judge(found)
+
+
+def coin_lines(record: dict, fresh: dict | None = None) -> list[str]:
+    """mfos_coin.md's summary block: the primary comparison first, then the changes over training; the headline,
+    the test, and the replication's command until it has run."""
+    judged = coin_comparisons(record, fresh)
+    words = [replication.headline(judged, "Does M-FOS come out ahead of the PPO learner it shapes in the coin game "
+                                  "(the question named in advance)?", {"better": "M-FOS ahead", "worse": "the learner ahead"}),
+             "Each row is paired within a seed: the primary row, a seed's M-FOS reward per step minus its learner's, "
+             "both over the last 10% of its training meta-episodes; the others, a seed's number over those "
+             "meta-episodes minus its number in the first (an untrained M-FOS against a fresh learner).",
+             "" if fresh else replication.pending(provenance.STUDIES["mfos_coin"], ["coin"])]
+    return replication.summary(judged, [c.key for c in judged], [w for w in words if w])
+
+
+def paper_lines(records: list[dict], tolerance: float) -> list[str]:
+    """mfos_paper.md's summary block: per run (one so far, the IPD against NL), M-FOS's reward minus its learner's
+    (the question named in advance, as in mfos.md), then in words how the run stands against the target numbers and
+    Press & Dyson's extortion test. Four seeds give no CI, so none of it is a verdict and there is nothing to
+    replicate on fresh seeds: mfos.md asks the same question on 10 seeds, replicated."""
+    from purerl_lab.studies.mfos.report import PAPER
+
+    judged = replication.judge([replication.Comparison.paired(
+        (r["game"], r["opponent"]), f"M-FOS against {r['opponent'].upper()} in the {r['game'].upper()}, preset "
+        f"{r['preset']}: M-FOS's reward per step minus {r['opponent'].upper()}'s?", *_pair(r), primary=i == 0,
+        digits=2) for i, r in enumerate(records)])
+    words = [replication.headline(judged, f"Does M-FOS come out ahead of a naive learner in the IPD at preset "
+                                  f"{records[0]['preset']} (the question named in advance)?",
+                                  {"better": "M-FOS ahead", "worse": "the NL ahead"})]
+    for r in records:
+        who, (mfos, other) = r["opponent"].upper(), PAPER[(r["game"], r["opponent"])]
+        final = r["final"]
+        words.append(f"Against the target numbers (M-FOS {mfos:+.2f}, {who} {other:+.2f}; targets with no traced "
+                     f"source, as the results below say): this run's means are M-FOS {final['mfos']['mean']:+.2f} and {who} "
+                     f"{final['opponent']['mean']:+.2f} (n={final['mfos']['n']}), a difference of "
+                     f"{final['mfos']['mean'] - mfos:+.2f} and {final['opponent']['mean'] - other:+.2f}; closeness "
+                     f"within {tolerance} needs a CI, so there is no verdict.")
+        if r["game"] == "ipd":
+            tests = [f"{mode} {sum(a['policy_test']['extortionate'] for a in r[key].get('by_seed', []))} of "
+                     f"{len(r[key].get('by_seed', []))} seeds" for mode, key in (("sampled", "analysis"),
+                                                                                 ("greedy", "analysis_greedy")) if key in r]
+            words.append(f"Press & Dyson's extortion test, on the trained M-FOS's late policy against a fresh {who}, "
+                         f"passes on {', '.join(tests)}; an observation on these seeds, not a verdict.")
+    words.append(f"With {min(len(r['seeds']) for r in records)} seeds there is no 95% CI, so no comparison here is a "
+                 "verdict and none has a replication to run; [mfos.md](mfos.md) answers the same question on 10 "
+                 "seeds at the small preset, with its replication.")
+    return replication.summary(judged, [c.key for c in judged], words)
