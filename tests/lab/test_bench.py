@@ -147,6 +147,38 @@ def test_evolve_report_states_the_split_of_a_generation_and_renders_from_its_rec
     assert measured.split("## Meta-evolution")[1] == rendered.split("## Meta-evolution")[1]
 
 
+def test_records_keep_no_path_of_the_machine_that_measured(tmp_path, monkeypatch):
+    """A record's commands and peers' venvs are kept as a reader can use them (`report.portable_record`), written
+    so by every measurement and by `purerl bench --render` for records made before; no number changes."""
+    old = {"task": "cartpole", "command": "purerl bench --task cartpole --purejaxrl /root/purejaxrl",
+           "rows": [{"seeds": 8, "rejax": {"venv": "/home/u/.cache/purerl/peers/rejax/venv", "run_s": 1.5},
+                     "purerl": {"run_s": 0.5, "command": "python -m purerl.bench.worker"}}]}
+    kept = report.portable_record([old])
+    assert kept == [{"task": "cartpole", "command": "purerl bench --task cartpole --purejaxrl PUREJAXRL_CHECKOUT",
+                     "rows": [{"seeds": 8, "rejax": {"venv": "PURERL_CACHE_DIR/peers/rejax/venv", "run_s": 1.5},
+                               "purerl": {"run_s": 0.5, "command": "python -m purerl_lab.bench.worker"}}]}]
+    assert report.portable_record(kept) == kept  # once portable, it stays as it is
+    records = tmp_path / "benchmarks" / "records.json"
+    records.parent.mkdir()
+    report.save_records(records, [old])
+    assert json.loads(records.read_text()) == kept
+
+    from purerl.cli import main
+    from purerl_lab.publish import provenance
+
+    records.write_text(json.dumps([old]))
+    monkeypatch.setattr(provenance, "git_state", lambda: ("c0ffee" * 7, False))
+    assert main(["bench", "--render", "--out", str(tmp_path / "benchmarks.md")]) == 0
+    assert json.loads(records.read_text()) == kept
+
+
+def test_the_published_benchmark_records_hold_no_path_of_the_machine_that_measured():
+    from purerl_lab.publish import provenance
+
+    text = (provenance.REPO / "docs" / "benchmarks" / "records.json").read_text()
+    assert "/root/" not in text and "/home/" not in text
+
+
 @pytest.mark.timeout(600)
 def test_evolve_throughput_times_real_generations_and_their_parts(monkeypatch):
     from purerl_lab.bench import worker

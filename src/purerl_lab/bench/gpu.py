@@ -235,7 +235,7 @@ def main() -> None:
         record = paper_presets(args.runs_dir, args.generations, args.meta_episodes, args.timeout)
         record["wall_s"] = time.perf_counter() - tick
         records = merge(records, [record])
-        files.write_atomic(records_path, json.dumps(records, indent=2))
+        report.save_records(records_path, records)
     print(f"report: {write_report(records, args.out)}")
 
 

@@ -248,8 +248,7 @@ def main() -> None:
     bad = [t for t in sizes if t not in TASKS] + [o for o in options if o not in XLA_OPTIONS]
     if bad or any(len(size) != 2 or min(size) < 1 for size in sizes.values()):
         parser.error(f"unknown tasks or XLA options, or a bad size: {bad or args.sizes}")
-    from purerl_lab.bench import gpu
-    from purerl.run import files
+    from purerl_lab.bench import gpu, report
 
     tick = time.perf_counter()
     record = run(sizes, args.purejaxrl.resolve() if args.purejaxrl else None, options, args.timeout, args.matmul_size,
@@ -257,7 +256,7 @@ def main() -> None:
     record["wall_s"] = time.perf_counter() - tick
     record["commit"] = harness.measured_commit()
     records = json.loads(args.records.read_text()) if args.records.exists() else []
-    files.write_atomic(args.records, json.dumps(gpu.merge(records, [record]), indent=2))
+    report.save_records(args.records, gpu.merge(records, [record]))
     print(json.dumps(record))
 
 

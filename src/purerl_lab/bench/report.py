@@ -78,6 +78,32 @@ def portable(command: str) -> str:
     return re.sub(r"(--purejaxrl[ =])\S+", r"\1PUREJAXRL_CHECKOUT", command)
 
 
+CACHE = "PURERL_CACHE_DIR"  # what a record shows for the cache folder (peers' venvs) of the machine that measured
+
+
+def portable_record(value):
+    """A record (or any part of one) as records.json keeps it, with no path of the machine that measured: each
+    `command` as `portable` gives it, each peer's `venv` under CACHE (`peers.default_cache_dir`); nothing else
+    changes, so rewriting old records this way moves no number."""
+    if isinstance(value, list):
+        return [portable_record(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    kept = {key: portable_record(item) for key, item in value.items()}
+    if isinstance(kept.get("command"), str):
+        kept["command"] = portable(kept["command"])
+    if isinstance(kept.get("venv"), str):
+        kept["venv"] = re.sub(r"^.*?/peers/", f"{CACHE}/peers/", kept["venv"])
+    return kept
+
+
+def save_records(path: Path, records: list[dict]) -> None:
+    """docs/benchmarks/records.json, every record in its portable form (`portable_record`)."""
+    import json
+
+    files.write_atomic(path, json.dumps(portable_record(records), indent=2))
+
+
 def command_line(record: dict) -> str:
     """The section's command, the purerl commit it ran at where the record has it, and its machine."""
     commit = f" at commit `{record['commit']}`" if record.get("commit") else " at a commit it did not record"

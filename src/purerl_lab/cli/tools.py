@@ -86,6 +86,7 @@ def _check_bench_out(out: Path) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from purerl.algos import registry
     from purerl_lab.bench import gpu, harness, peers
+    from purerl_lab.bench import report as bench_report
 
     if args.render:
         return _render_bench(args.out, args.argv)
@@ -163,11 +164,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             record["cores"] = args.cores
     if records_path.exists():  # keep the other kinds of measurement already in the report
         records = gpu.merge(json.loads(records_path.read_text()), records)
-    report = gpu.write_report(records, args.out)
-    from purerl.run.files import write_atomic
-
-    write_atomic(records_path, json.dumps(records, indent=2))
-    print(f"report: {report}")
+    written = gpu.write_report(records, args.out)
+    bench_report.save_records(records_path, records)
+    print(f"report: {written}")
     return 0
 
 
@@ -184,6 +183,7 @@ def _require_clean_commit() -> None:
 def _render_bench(out: Path, argv: list[str]) -> int:
     """`purerl bench --render`: the report's words again from its records, measuring nothing."""
     from purerl_lab.bench import gpu
+    from purerl_lab.bench import report as bench_report
     from purerl_lab.publish import provenance
 
     records_path = out.parent / "benchmarks" / "records.json"
@@ -191,7 +191,9 @@ def _render_bench(out: Path, argv: list[str]) -> int:
         raise ConfigError(f"--render needs {records_path}, the records a measured `purerl bench --out {out}` wrote")
     _require_clean_commit()
     facts = provenance.run_facts(argv)
-    print(f"report: {gpu.write_report(json.loads(records_path.read_text()), out, facts)}")
+    records = json.loads(records_path.read_text())
+    print(f"report: {gpu.write_report(records, out, facts)}")
+    bench_report.save_records(records_path, records)  # records made before they were kept portable become so
     return 0
 
 
