@@ -155,6 +155,11 @@ def test_act_cli_runs_one_folder_per_es_seed_and_reports_every_run_and_baseline(
     assert part["wall_s"] >= sum(run["evolve_wall_s"] for run in part["evolved"].values()) > 0  # it evolved them
     kept = sorted(p.name for p in (tmp_path / "act" / "params").iterdir())
     assert kept == ["anti-es0", "anti-es1", "test-time-es0", "test-time-exploiter-es0", "test-time-exploiter-silent-es0"]
+    # the records name each evolved run as the other records do: relative to the command's --runs-dir
+    train_runs = json.loads((tmp_path / "act" / "train_time.json").read_text())["runs"]
+    assert train_runs == {f"anti (evolved), ES seed {s}": f"CartPole-v1/anti-es{s}" for s in (0, 1)}
+    test_runs = json.loads((tmp_path / "act" / "test_time.json").read_text())["runs"]
+    assert test_runs["joint (evolved messages + exploiter), ES seed 0"] == "CartPole-v1/test-time-es0"
 
 
 def test_test_time_checks_every_run_directory_before_the_first_evolves(capsys, tmp_path):

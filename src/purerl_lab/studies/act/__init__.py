@@ -23,6 +23,7 @@ from purerl.run import files, results, stopping
 from purerl.algos.ppo import make_train
 from purerl.algos.ppo_config import HyperParams, PPOConfig
 from purerl.checks import ConfigError
+from purerl_lab.publish import provenance
 from purerl_lab.publish import replication as published_replication
 from purerl_lab.studies.act.cheap_talk import CheapTalk
 from purerl.algos import loop
@@ -152,9 +153,9 @@ def train_time_files(env_name: str, fresh: bool = False) -> tuple[str, str]:
 
 
 def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Path, seeds: list[int],
-                        conditions_done=None, fresh: bool = False) -> dict:
-    """Fresh victim seeds under: each evolved adversary ({label: run dir}, its mean params), a random adversary,
-    no channel. `conditions_done` (`act.partials.Partials`) keeps each condition's victims as it finishes, so
+                        conditions_done=None, fresh: bool = False, runs_dir: Path | None = None) -> dict:
+    """Fresh victim seeds under: each evolved adversary ({label: run dir}, its mean params, named in the record as
+    `provenance.record_path` gives it beside the command's `runs_dir`), a random adversary, no channel. `conditions_done` (`act.partials.Partials`) keeps each condition's victims as it finishes, so
     that an evaluation stopped between conditions resumes there; the returned dict adds `earlier_sessions_s`
     (the seconds of the conditions read back) to what the JSON file holds."""
     talk = CheapTalk()
@@ -195,7 +196,7 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Pat
     results.plot_labelled_curves(plots_dir, curves, victim_of(env_name).config.batch_size,
                                  f"{env_name} victims under cheap talk ({n} fresh seeds)", png_name)
     report = {"env": env_name, **({"fresh_seeds": True} if fresh else {}), "seeds": seeds,
-              "mean_return_over_training": rows, "runs": {label: Path(d).name for label, d in run_dirs.items()}}
+              "mean_return_over_training": rows, "runs": {label: provenance.record_path(d, runs_dir) for label, d in run_dirs.items()}}
     files.write_atomic(plots_dir / json_name, json.dumps(report, indent=2))
     earlier = sum(float(saved["seconds"]) for saved in finished.values() if saved is not None)
     return {**report, "earlier_sessions_s": earlier}

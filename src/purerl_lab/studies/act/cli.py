@@ -91,11 +91,11 @@ def run_cli(args) -> int:
         done = partials.Partials(base / f"{'fresh-' if fresh else ''}{EVALUATION}",
                                  partials.train_time_inputs(args.env, seeds), args.resume)
         evaluation = act.evaluate_train_time({label: run_dir for _, _, label, run_dir in present}, args.env,
-                                             plots_dir, seeds, done, fresh)
+                                             plots_dir, seeds, done, fresh, args.runs_dir)
         rows, earlier_sessions_s = evaluation["mean_return_over_training"], evaluation["earlier_sessions_s"]
     else:
         rows = test_time.evaluate_test_time({label: (kind, run_dir) for _, kind, label, run_dir in present}, args.env,
-                                            plots_dir, seeds, fresh)["goal_return"]
+                                            plots_dir, seeds, fresh, args.runs_dir)["goal_return"]
     evolved = {run_dir.name: {"es": rundir.read_config(run_dir)["es"],
                               "evolve_wall_s": round(sum(r["seconds"] for r in _generations(run_dir)), 1)}
                for *_, run_dir in present}

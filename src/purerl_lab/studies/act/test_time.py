@@ -16,6 +16,7 @@ from purerl.checks import ConfigError
 from purerl.meta.evolve import MetaTask
 from purerl.meta.evolve_files import MEAN_PARAMS, load_meta_params
 from purerl.run import files, rundir
+from purerl_lab.publish import provenance
 from purerl_lab.studies.act import FRESH_SEED_START, TEST_TIME_ENV, adversary_params, victim, victim_of
 from purerl_lab.studies.act.cheap_talk import CheapTalk
 
@@ -97,9 +98,9 @@ def test_time_task(env_name: str = "CartPole-v1", victim_messages: str = "evolve
 
 
 def evaluate_test_time(runs: dict[str, tuple[str, Path]], env_name: str, plots_dir: Path, seeds: list[int],
-                       fresh: bool = False) -> dict:
-    """Goal return on fresh victim seeds for each evolved run ({label: (victim messages, run dir)}), and a random
-    shaper (random train-time messages and a random exploiter); `fresh`: the replication's, into fresh_test_time.json
+                       fresh: bool = False, runs_dir: Path | None = None) -> dict:
+    """Goal return on fresh victim seeds for each evolved run ({label: (victim messages, run dir)}, named in the
+    record as `provenance.record_path` gives it beside the command's `runs_dir`), and a random shaper (random train-time messages and a random exploiter); `fresh`: the replication's, into fresh_test_time.json
     and without the study's plot of a controlled episode."""
     talk, exploiter = CheapTalk(), CheapTalk(condition_dims=1)
     train = victim(env_name, talk)
@@ -130,7 +131,7 @@ def evaluate_test_time(runs: dict[str, tuple[str, Path]], env_name: str, plots_d
         _plot_controlled_episode(train, hp, exploiter, joint, plots_dir / "test_time_episode.png")
     report = {"env": env_name, **({"fresh_seeds": True} if fresh else {}), "seeds": seeds,
               "goals_per_seed": EVAL_GOALS, "goal_return": rows,
-              "runs": {label: Path(run_dir).name for label, (_, run_dir) in runs.items()}}
+              "runs": {label: provenance.record_path(run_dir, runs_dir) for label, (_, run_dir) in runs.items()}}
     files.write_atomic(plots_dir / f"{'fresh_' if fresh else ''}test_time.json", json.dumps(report, indent=2))
     return report
 
