@@ -16,7 +16,8 @@ from purerl.envs.core import ActionSpace, Env, Timestep
 from purerl.envs.wrappers import EpisodeStats
 from purerl.nets.layers import init_params
 from purerl_lab.studies.mfos.coin_nets import ConvGRUActorCritic
-from purerl_lab.publish import document, replication
+from purerl.checks import ConfigError
+from purerl_lab.publish import document, records, replication
 from purerl_lab.studies.mfos import coin as mfos_coin
 from purerl_lab.studies.mfos import coin_report
 
@@ -201,6 +202,11 @@ def test_coin_cli_smoke(tmp_path, capsys):
     assert set(parts) == {"coin", "fresh_coin"} and parts["fresh_coin"]["budget"]["seeds"] == [70000]
     assert json.loads((report.parent / "coin" / "fresh_coin.json").read_text())["seeds"] == [70000]
     assert "On fresh seeds (70000..70000)" in report.read_text()
+    # a replication's record swapped for the study's is refused before a render writes anything
+    (report.parent / "coin" / "fresh_coin.json").write_text((report.parent / "coin" / "coin.json").read_text())
+    entry = provenance.read_manifest(report.parent)["coin.md"]
+    with pytest.raises(ConfigError, match="part fresh_coin: coin/fresh_coin.json is the record of part coin"):
+        records.require_complete(report.parent, "coin.md", entry)
 
 
 @pytest.mark.parametrize("argv, message", [

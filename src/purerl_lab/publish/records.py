@@ -29,6 +29,7 @@ class Record:
     env: str | None = None  # the record's "env" must be this: a per-env record filed under its part's name
     fresh: bool | None = None  # the record's "fresh_seeds" (absent: false) must be this: a replication's record is
     # not the study's
+    part: str | None = None  # the record's "part" must be this: a run's record filed under its own part's name
 
 
 def _per_env(*keys: str):
@@ -65,6 +66,14 @@ def _mfos(stem: str, part: str) -> Record:
     return Record(f"{stem}/{table}", (("settings",), ("seeds",), ("games", game)))
 
 
+def _mfos_run(*keys: str):
+    """mfos_paper and mfos_coin: one STEM/PART.json per part, the record of the run that made it (a replication's,
+    fresh_coin, beside its study's), which names its part."""
+    def layout(stem: str, part: str) -> Record:
+        return Record(f"{stem}/{part}.json", tuple((k,) for k in ("part", "seeds", "settings", *keys)), part=part)
+    return layout
+
+
 LAYOUT = {
     "dpo": _per_env("objectives", "env_steps_per_run", "seeds"),
     "pbt": _per_env("fresh_seeds", "methods", "pbt", "repetitions"),
@@ -72,6 +81,8 @@ LAYOUT = {
     "act": _act,
     "value_loss": _value_loss,
     "mfos": _mfos,
+    "mfos_paper": _mfos_run("game", "opponent", "final", "final_by_seed", "analysis"),
+    "mfos_coin": _mfos_run("first_by_seed", "final_by_seed"),
 }
 
 
@@ -102,6 +113,8 @@ def _problem(results_dir: Path, part: str, record: Record, hashes: dict) -> str 
     if record.env is not None and data["env"] != record.env:
         return f"part {part}: {record.path} is the record of {data['env']}"
     fresh = data.get("fresh_seeds", False)
+    if record.part is not None and data["part"] != record.part:
+        return f"part {part}: {record.path} is the record of part {data['part']}"
     if record.fresh is not None and fresh != record.fresh:
         return f"part {part}: {record.path} is the record of {'a replication' if fresh else 'the study'}"
     recorded = hashes.get(record.path)

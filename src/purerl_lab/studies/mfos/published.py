@@ -85,7 +85,8 @@ PAPER = Study(
     "mfos_paper", "mfos_paper.md", TRAINING + _MATRIX, ("ipd-vs-nl",), (
         "purerl mfos --game ipd --opponent nl --preset paper --seeds 4 --out {runs}/mfos-paper-ipd-nl "
         "--report docs/results/mfos_paper.md",
-    ), differences=PAPER_DIFFERENCES, authors=AUTHORS, fingerprint=mfos_part, cost=4.0,
+    ), differences=PAPER_DIFFERENCES, authors=AUTHORS, render="purerl_lab.studies.mfos.run_report:render",
+    fingerprint=mfos_part, cost=4.0,
     resumes=(("purerl mfos --game", "its --out"),),
 )
 _COIN_RUN = "purerl mfos --game coin --preset cpu --seeds 10 --meta-episodes 1500"
