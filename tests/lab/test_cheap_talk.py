@@ -257,7 +257,7 @@ def test_victims_sets_the_fresh_seeds_an_evaluation_trains_and_records(monkeypat
 
     evaluated = []
 
-    def evaluate(run_dirs, env_name, plots_dir, seeds, conditions_done, fresh):
+    def evaluate(run_dirs, env_name, plots_dir, seeds, conditions_done, fresh, runs_dir):
         evaluated.append(seeds)
         return {"mean_return_over_training": {}, "earlier_sessions_s": 0.0}
 
