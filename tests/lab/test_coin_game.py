@@ -174,6 +174,10 @@ def test_coin_cli_smoke(tmp_path, capsys):
     from purerl_lab.publish import provenance
 
     out, report = tmp_path / "coin", tmp_path / "docs" / "coin.md"
+    fresh = ["mfos", "--game", "coin", "--preset", "tiny", "--out", str(tmp_path / "fresh"), "--report", str(report),
+             "--fresh-seeds"]
+    assert cli.main(fresh) == 2 and not (tmp_path / "fresh").exists()  # a replication of no run: refused at once
+    assert "run the study's command (without --fresh-seeds) first" in capsys.readouterr().err
     code = cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--report", str(report)])
     assert code == 0
     part = provenance.read_manifest(report.parent)["coin.md"]["parts"]["coin"]
@@ -195,8 +199,6 @@ def test_coin_cli_smoke(tmp_path, capsys):
     assert cli.main(["mfos", "--game", "coin", "--preset", "tiny", "--out", str(out), "--resume"]) == 0
     assert "resumed after meta-episode 2" in capsys.readouterr().out
     # its replication: the same run on seeds from PRNGKey(70000) on, a part of its own beside the study's
-    fresh = ["mfos", "--game", "coin", "--preset", "tiny", "--out", str(tmp_path / "fresh"), "--report", str(report),
-             "--fresh-seeds"]
     assert cli.main(fresh) == 0
     parts = provenance.read_manifest(report.parent)["coin.md"]["parts"]
     assert set(parts) == {"coin", "fresh_coin"} and parts["fresh_coin"]["budget"]["seeds"] == [70000]

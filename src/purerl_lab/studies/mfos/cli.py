@@ -282,6 +282,10 @@ def _run_coin_cli(args, what: str) -> int:
     seeds = seeds_of(args, settings.seeds)
     report = (provenance.check_report(args.report, coin_report.STUDY, coin_report.RECORDS) if args.report
               else None)
+    study_record = report and report.parent / report.stem / f"{coin_report.PART}.json"
+    if args.fresh_seeds and not study_record.is_file():
+        raise ConfigError(f"--fresh-seeds replicates the run recorded in {study_record}: run the study's command "
+                          "(without --fresh-seeds) first")
     out = _prepare_out(args, "coin", "ppo", coin.run_config(settings, seeds, preset))
     rundir.record_session(out, sessions.facts("mfos_coin", "coin", args.argv))  # at the start: a killed one counts
     result = coin.run(settings, seeds, out / "checkpoint", resume=args.resume)
