@@ -121,6 +121,12 @@ def is_fresh(part: str) -> bool:
     return part.startswith(PREFIX)
 
 
+def run_folder(name: str, fresh: bool) -> str:
+    """A run folder's name under the command's --runs-dir: a replication's runs go beside the study's, in
+    fresh-NAME, so that neither resumes or replaces the other's."""
+    return f"fresh-{name}" if fresh else name
+
+
 def fresh_seeds(seeds: list[int]) -> list[int]:
     """A replication's seeds: the study's moved past every seed a study of ours trains or evaluates on; refused in
     one line where the study's do not start at 0 (`--seed` given), which would make the two sets overlap."""

@@ -88,7 +88,7 @@ def run_cli(args) -> int:
     seeds = act.fresh_seeds(args.env, args.victims, replication=fresh)
     started, earlier_sessions_s = time.perf_counter(), 0.0
     if args.phase == "train-time":
-        done = partials.Partials(base / f"{'fresh-' if fresh else ''}{EVALUATION}",
+        done = partials.Partials(base / replication.run_folder(EVALUATION, fresh),
                                  partials.train_time_inputs(args.env, seeds), args.resume)
         evaluation = act.evaluate_train_time({label: run_dir for _, _, label, run_dir in present}, args.env,
                                              plots_dir, seeds, done, fresh, args.runs_dir)

@@ -90,7 +90,8 @@ def compare(base: TrainSpec, objectives: list[str], runs_dir: Path, results_dir:
 
 def env_dir_of(runs_dir: Path, part: str) -> Path:
     """Where a part's runs go: RUNS_DIR/ENV, and a replication's in RUNS_DIR/fresh-ENV."""
-    return Path(runs_dir) / part.replace(replication.PREFIX, "fresh-", 1)
+    env = part.removeprefix(replication.PREFIX)
+    return Path(runs_dir) / replication.run_folder(env, env != part)
 
 
 LATE_FRACTION = 0.8  # has PPO's curve flattened? Its return at 80% of the budget against its final return

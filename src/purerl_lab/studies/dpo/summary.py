@@ -23,7 +23,7 @@ def comparisons(records: list[dict], fresh: dict[str, dict], late: float) -> lis
     record (`fresh`, by env) where that has run, judged."""
     found = []
     for r in records:
-        env, again = r["env"], fresh.get(r["env"])
+        again = fresh.get(r["env"])
         for key, question, pick in _pairs(r, late):
             repeated = _paired(again, pick) if again else None
             found.append(replication.Comparison.paired(

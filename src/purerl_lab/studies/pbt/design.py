@@ -79,10 +79,10 @@ class Design:
     @property
     def part(self) -> str:
         """Its part of pbt.md: the env, or fresh_ENV for its replication."""
-        return f"fresh_{self.base.config.env}" if self.fresh else self.base.config.env
+        return replication.fresh_part(self.base.config.env) if self.fresh else self.base.config.env
 
     def run_dir(self, runs_dir: Path, method: str, repetition: int) -> Path:
-        folder = ("fresh-" if self.fresh else "") + files.slug(self.base.config.env)
+        folder = replication.run_folder(files.slug(self.base.config.env), self.fresh)
         return Path(runs_dir) / folder / f"{method}-rep{repetition}"
 
     @property

@@ -79,7 +79,8 @@ def run_cli(args) -> int:
         raise ConfigError("--resume and --overwrite exclude each other")
     design = design_of(args)
     env = design.env
-    part, name = (replication.fresh_part(env), f"fresh-{slug(env)}") if args.fresh_seeds else (env, slug(env))
+    part = replication.fresh_part(env) if args.fresh_seeds else env
+    name = replication.run_folder(slug(env), args.fresh_seeds)
     report = provenance.check_report(args.report or args.runs_dir / "report.md", STUDY,
                                      data=(f"{slug(part)}.json", f"{slug(part)}.png"))
     folder = report.parent / report.stem
