@@ -614,3 +614,25 @@ def test_mamaml_and_the_baselines_draw_no_key_a_seeds_run_splits_off():
     drawn += [jax.random.fold_in(k, baselines.STREAM) for k in settings.seed_keys(list(range(4)))]
     assert not {tuple(np.asarray(k).tolist()) for k in drawn} & children
     assert len({tuple(np.asarray(k).tolist()) for k in drawn}) == len(drawn)
+
+
+@pytest.mark.parametrize("low, high, words", [
+    (None, None, "no CI, no verdict"), (-0.55, -0.42, "yes"), (-0.70, -0.60, "no"), (-0.60, -0.45, "not distinguishable"),
+])
+def test_closeness_to_a_target_is_judged_by_the_whole_ci_and_never_in_bold(low, high, words):
+    assert run_report.within({"mean": 0.0, "ci95_low": low, "ci95_high": high}, -0.48) == words
+
+
+def test_the_paper_summary_names_its_missing_ci_only_below_ten_seeds():
+    """Four seeds: no CI, so the words say there is no verdict; ten: each closeness verdict from its CI."""
+    from purerl_lab.studies.mfos import summary
+
+    def record(n: int) -> dict:
+        mfos, nl = np.linspace(-0.5, -0.46, n), np.linspace(-2.2, -2.14, n)
+        final = {"mfos": runs.summarize_seeds(mfos), "opponent": runs.summarize_seeds(nl)}
+        return {"game": "ipd", "opponent": "nl", "preset": "paper", "seeds": list(range(n)), "final": final,
+                "final_by_seed": np.stack([mfos, nl], axis=1).tolist(), "analysis": {}}
+
+    few, many = ("\n".join(summary.paper_lines([record(n)], 0.1)) for n in (4, 10))
+    assert "With 4 seeds there is no 95% CI" in few and "within 0.1: no CI, no verdict" in few
+    assert "no 95% CI" not in many and many.count("within 0.1: yes") == 2 and "**yes" not in many

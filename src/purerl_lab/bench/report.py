@@ -5,6 +5,7 @@ Public names without an underscore are what the GPU report (`bench/gpu.py`) reus
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -99,8 +100,6 @@ def portable_record(value):
 
 def save_records(path: Path, records: list[dict]) -> None:
     """docs/benchmarks/records.json, every record in its portable form (`portable_record`)."""
-    import json
-
     files.write_atomic(path, json.dumps(portable_record(records), indent=2))
 
 

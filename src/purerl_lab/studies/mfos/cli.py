@@ -230,7 +230,7 @@ def _published_run_report(report: Path | None, game: str, opponent: str) -> Path
     if run_report.part_name(game, opponent) not in parts:
         raise ConfigError(f"--report publishes the {run_report.STUDY} study's pairings ({', '.join(parts)}), not "
                           f"{game} vs {opponent}; this run's own files are under --out")
-    return provenance.check_report(report, run_report.STUDY, run_report.records(game, opponent))
+    return provenance.check_report(report, run_report.STUDY, run_report.outputs(game, opponent))
 
 
 def seeds_of(args, count: int) -> list[int]:
@@ -280,9 +280,9 @@ def _run_coin_cli(args, what: str) -> int:
     if args.fresh_seeds and args.report is None:
         raise ConfigError("--fresh-seeds replicates a published run: it needs --report PATH")
     seeds = seeds_of(args, settings.seeds)
-    report = (provenance.check_report(args.report, coin_report.STUDY, coin_report.RECORDS) if args.report
+    report = (provenance.check_report(args.report, coin_report.STUDY, coin_report.OUTPUTS) if args.report
               else None)
-    study_record = report and report.parent / report.stem / f"{coin_report.PART}.json"
+    study_record = report.parent / report.stem / f"{coin_report.PART}.json" if report else None
     if args.fresh_seeds and not study_record.is_file():
         raise ConfigError(f"--fresh-seeds replicates the run recorded in {study_record}: run the study's command "
                           "(without --fresh-seeds) first")

@@ -15,7 +15,7 @@ from purerl.run import files
 from purerl_lab.publish.catalog import FRESH_PART
 
 STUDY, PART = "mfos_coin", "coin"  # its replication on fresh seeds is the part fresh_coin
-RECORDS = (f"{PART}.json", f"{FRESH_PART}{PART}.json", "learning.png")  # what a report's run writes in REPORT_STEM/
+OUTPUTS = (f"{PART}.json", f"{FRESH_PART}{PART}.json", "learning.png")  # what a report's run writes in REPORT_STEM/
 
 
 def write_results(out: Path, result: dict, preset: str) -> None:

@@ -23,7 +23,7 @@ def part_name(game: str, opponent: str) -> str:
     return f"{game}-vs-{opponent}"
 
 
-def records(game: str, opponent: str) -> tuple[str, ...]:
+def outputs(game: str, opponent: str) -> tuple[str, ...]:
     """What a run's report writes in REPORT_STEM/: its record, its plots and its agents' folder."""
     part = part_name(game, opponent)
     return (f"{part}.json", f"{part}_rewards.png", f"{part}_policies.png", "params")
@@ -114,9 +114,11 @@ def _body(record: dict, stem: str) -> list[str]:
 
 
 def within(cell: dict, paper: float) -> str:
+    """Whether a cell's 95% CI lies within PAPER_TOLERANCE of a target, in words; never bold, since the study runs
+    no replication that a bold verdict needs."""
     low, high = cell.get("ci95_low"), cell.get("ci95_high")
     if low is None:
         return "no CI, no verdict"
     if paper - PAPER_TOLERANCE <= low and high <= paper + PAPER_TOLERANCE:
         return "yes"
-    return "**no**" if high < paper - PAPER_TOLERANCE or low > paper + PAPER_TOLERANCE else "not distinguishable"
+    return "no" if high < paper - PAPER_TOLERANCE or low > paper + PAPER_TOLERANCE else "not distinguishable"

@@ -97,9 +97,10 @@ def coin_lines(record: dict, fresh: dict | None = None) -> list[str]:
 def paper_lines(records: list[dict], tolerance: float) -> list[str]:
     """mfos_paper.md's summary block: per run (one so far, the IPD against NL), M-FOS's reward minus its learner's
     (the question named in advance, as in mfos.md), then in words how the run stands against the target numbers and
-    Press & Dyson's extortion test. Four seeds give no CI, so none of it is a verdict and there is nothing to
-    replicate on fresh seeds: mfos.md asks the same question on 10 seeds, replicated."""
+    Press & Dyson's extortion test. The study registers no replication: its four seeds give no CI, so no verdict to
+    replicate, and mfos.md asks the same question on 10 seeds, replicated."""
     from purerl_lab.studies.mfos.report import PAPER
+    from purerl_lab.studies.mfos.run_report import within
 
     judged = replication.judge([replication.Comparison.paired(
         (r["game"], r["opponent"]), f"M-FOS against {r['opponent'].upper()} in the {r['game'].upper()}, preset "
@@ -109,20 +110,21 @@ def paper_lines(records: list[dict], tolerance: float) -> list[str]:
                                   f"{records[0]['preset']} (the question named in advance)?",
                                   {"better": "M-FOS ahead", "worse": "the NL ahead"})]
     for r in records:
-        who, (mfos, other) = r["opponent"].upper(), PAPER[(r["game"], r["opponent"])]
-        final = r["final"]
-        words.append(f"Against the target numbers (M-FOS {mfos:+.2f}, {who} {other:+.2f}; targets with no traced "
-                     f"source, as the results below say): this run's means are M-FOS {final['mfos']['mean']:+.2f} and {who} "
-                     f"{final['opponent']['mean']:+.2f} (n={final['mfos']['n']}), a difference of "
-                     f"{final['mfos']['mean'] - mfos:+.2f} and {final['opponent']['mean'] - other:+.2f}; closeness "
-                     f"within {tolerance} needs a CI, so there is no verdict.")
+        who, targets = r["opponent"].upper(), PAPER[(r["game"], r["opponent"])]
+        cells = (r["final"]["mfos"], r["final"]["opponent"])
+        reached = [f"{label} {cell['mean']:+.2f} (target {target:+.2f}, {cell['mean'] - target:+.2f}; within "
+                   f"{tolerance}: {within(cell, target)})" for label, cell, target in zip(("M-FOS", who), cells, targets)]
+        words.append(f"Against the target numbers, which have no traced source (as the results below say), this run "
+                     f"reaches {' and '.join(reached)}, over n={cells[0]['n']} seeds.")
         if r["game"] == "ipd":
             tests = [f"{mode} {sum(a['policy_test']['extortionate'] for a in r[key].get('by_seed', []))} of "
                      f"{len(r[key].get('by_seed', []))} seeds" for mode, key in (("sampled", "analysis"),
                                                                                  ("greedy", "analysis_greedy")) if key in r]
             words.append(f"Press & Dyson's extortion test, on the trained M-FOS's late policy against a fresh {who}, "
                          f"passes on {', '.join(tests)}; an observation on these seeds, not a verdict.")
-    words.append(f"With {min(len(r['seeds']) for r in records)} seeds there is no 95% CI, so no comparison here is a "
-                 "verdict and none has a replication to run; [mfos.md](mfos.md) answers the same question on 10 "
-                 "seeds at the small preset, with its replication.")
+    fewest = min(len(r["seeds"]) for r in records)
+    if fewest < stats.MIN_SEEDS_FOR_CI:
+        words.append(f"With {fewest} seeds there is no 95% CI, so no comparison here is a verdict and none has a "
+                     "replication to run; [mfos.md](mfos.md) answers the same question on 10 seeds at the small "
+                     "preset, with its replication.")
     return replication.summary(judged, [c.key for c in judged], words)
