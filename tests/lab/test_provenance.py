@@ -97,9 +97,9 @@ def test_a_run_pinned_to_fewer_cores_says_how_many_it_used():
     """XLA's CPU thread pool is sized to the cores a process may use, and a large reduction rounds differently
     with it, so a document names that count beside the machine's."""
     machine = {"cpu": "Test CPU", "cores": 2, "backend": "cpu", "load_average_1m": 1.0}
-    assert provenance.cores_text(machine) == "2"  # a record made before the count was kept
-    assert provenance.cores_text(machine | {"cores_in_use": 2}) == "2"
-    assert provenance.cores_text(machine | {"cores_in_use": 1}) == "1 of 2"
+    assert hostinfo.cores_text(machine) == "2"  # a record made before the count was kept
+    assert hostinfo.cores_text(machine | {"cores_in_use": 2}) == "2"
+    assert hostinfo.cores_text(machine | {"cores_in_use": 1}) == "1 of 2"
     assert provenance.machine()["cores_in_use"] == len(os.sched_getaffinity(0))
 
 

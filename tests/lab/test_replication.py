@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from purerl import stats
-from purerl_lab.publish import catalog, differences, document, provenance, replication
+from purerl_lab.publish import catalog, differences, document, replication
 from purerl_lab.studies.value_loss import markdown, record as value_loss_record, replicated
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"

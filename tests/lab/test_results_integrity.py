@@ -72,11 +72,11 @@ BEFORE_RECORDS = {"mfos_paper.md": "mfos_paper/ipd-vs-nl.json", "mfos_coin.md": 
 
 
 def test_every_published_document_has_its_records_whole(results):
-    for document, entry in provenance.read_manifest(results).items():
+    for name, entry in provenance.read_manifest(results).items():
         try:
-            records.require_complete(results, document, entry)
-        except ConfigError as error:  # only a document older than its records, and only for want of them
-            assert document in BEFORE_RECORDS and f"{BEFORE_RECORDS[document]} cannot be read" in str(error), error
+            records.require_complete(results, name, entry)
+        except ConfigError as error:  # only a name older than its records, and only for want of them
+            assert name in BEFORE_RECORDS and f"{BEFORE_RECORDS[name]} cannot be read" in str(error), error
 
 
 def test_a_record_that_differs_from_the_hash_its_manifest_records_is_refused(results):
@@ -137,8 +137,8 @@ def test_parts_that_need_a_missing_package_are_named_as_uncheckable_not_stale(re
     assert main(["results", "--check", "--results-dir", str(results)]) == 0
     out = capsys.readouterr().out
     assert "STALE" not in out
-    for document, part in BRAX_PARTS:
-        assert f"cannot check here: {document} {part} (needs brax: pip install 'purerl[brax]')\n" in out
+    for name, part in BRAX_PARTS:
+        assert f"cannot check here: {name} {part} (needs brax: pip install 'purerl[brax]')\n" in out
     assert f"all {len(provenance.STUDIES)} documents current where checked; 3 part(s) could not be checked here" in out
 
 

@@ -28,11 +28,11 @@ import jax.numpy as jnp
 import optax
 
 from purerl import envs
-from purerl.algos import acting, loop
+from purerl.algos import acting, loop, shuffle
 from purerl.algos.update_rules import XlaUpdate, fused_update
 from purerl.algos.objectives import FullObservation, clipped_l2, ppo_clip
-from purerl.algos.shuffle import permutation as random_permutation
 from purerl.algos.ppo_config import HyperParams, PPOConfig
+from purerl.algos.td import gae
 from purerl.checks import ConfigError
 from purerl.envs.core import narrower_observations
 from purerl.envs.wrappers import IdentityObs, IdentityReward, ObsNormalizer, RewardNormalizer
@@ -235,36 +235,18 @@ class PPO(loop.MinibatchEpochs):
         def minibatch_step(packed, minibatch):
             return rule.step(packed, minibatch, hp, meta_params)
 
-        def take(indices, axis_of):
-            """The batch's samples at `indices` (along `sample_axis`; the memory `carry` along its sequences)."""
-            samples = jax.tree.map(lambda x: jnp.take(x, indices, axis=axis_of), batch._replace(carry=None))
-            return samples._replace(carry=jax.tree.map(lambda x: jnp.take(x, indices, axis=0), batch.carry))
-
-        def minibatches(key):
-            """The batch shuffled along `sample_axis` and cut into num_minibatches, minibatch axis first."""
-            if cfg.num_minibatches == 1:  # the full batch: its order cannot change the loss, and the shuffle's
-                return jax.tree.map(lambda x: x[None], batch)  # gather costs a third of a small net's epoch
-            permutation = random_permutation(key, batch.obs.shape[sample_axis])
-
-            def split(x, axis):
-                x = jnp.take(x, permutation, axis=axis)
-                x = x.reshape(x.shape[:axis] + (cfg.num_minibatches, -1) + x.shape[axis + 1:])
-                return jnp.moveaxis(x, axis, 0)
-
-            samples = jax.tree.map(lambda x: split(x, sample_axis), batch._replace(carry=None))
-            return samples._replace(carry=jax.tree.map(lambda x: split(x, 0), batch.carry))
-
         def epoch(carry, _):
             packed, key = carry
             key, shuffle_key = jax.random.split(key)
             if cfg.minibatch_gather and cfg.num_minibatches > 1:  # the same minibatches, each read from the batch
                 # where it lies: one pass over the data an epoch instead of a shuffled copy and then its slices
-                order = random_permutation(shuffle_key, batch.obs.shape[sample_axis]).reshape(cfg.num_minibatches, -1)
+                order = shuffle.permutation(shuffle_key, batch.obs.shape[sample_axis]).reshape(cfg.num_minibatches, -1)
                 step = lambda packed, indices: minibatch_step(  # noqa: E731
-                    packed, rule.take(batch, indices, lambda i: take(i, sample_axis)))
+                    packed, rule.take(batch, indices, lambda i: shuffle.take(batch, i, sample_axis)))
                 packed, stats = jax.lax.scan(step, packed, order)
             else:
-                packed, stats = jax.lax.scan(minibatch_step, packed, minibatches(shuffle_key))
+                minibatches = shuffle.minibatches(batch, shuffle_key, cfg.num_minibatches, sample_axis)
+                packed, stats = jax.lax.scan(minibatch_step, packed, minibatches)
             return (packed, key), stats
 
         carry = (rule.pack(state.params, state.opt_state), state.key)
@@ -315,28 +297,6 @@ class PPO(loop.MinibatchEpochs):
         memory is zeroed where `reset` marks an observation that begins an episode. Greedy without a key."""
         carry, pi = self.network.apply(params, carry, self.obs_norm.normalize(obs_stats, raw_obs), reset, method="step")
         return carry, pi.mode() if key is None else pi.sample(key)
-
-
-def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda, unroll: int = 1) -> jax.Array:
-    """GAE(lambda) over a time-major rollout [T, ...].
-
-    `next_values[t]` is the value of the state reached at step t (before any
-    reset); it is dropped where the episode terminated. Any ended episode,
-    terminated or truncated, stops the recursion. `unroll` steps per loop
-    iteration, as the rollout's (the same numbers; on a GPU, fewer launches).
-    """
-    not_terminated = 1.0 - terminated.astype(jnp.float32)
-    deltas = rewards + gamma * next_values * not_terminated - values
-    continues = gamma * gae_lambda * (1.0 - done.astype(jnp.float32))
-
-    def backward(next_advantage, step):
-        delta, cont = step
-        advantage = delta + cont * next_advantage
-        return advantage, advantage
-
-    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, continues), reverse=True,
-                                 unroll=unroll)
-    return advantages
 
 
 def _expand_like(flag: jax.Array, x: jax.Array) -> jax.Array:

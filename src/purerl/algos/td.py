@@ -1,6 +1,7 @@
-"""Pieces shared by the value-based learners (DQN, PQN): exploration, TD targets, TD losses.
+"""Temporal-difference pieces: PPO's GAE, and what the value-based learners (DQN, PQN) share: exploration,
+TD targets, TD losses.
 
-Targets take `terminated` and `done` apart, as PPO's GAE does: the next state's
+GAE and the targets take `terminated` and `done` apart: the next state's
 value is dropped only after a real termination, so a time-limit truncation
 bootstraps from the episode's final observation; any ended episode stops a
 multi-step (lambda) return from reaching into the next episode.
@@ -40,6 +41,28 @@ def one_step_targets(reward, terminated, next_q_online, next_q_target, gamma, do
     best = jnp.argmax(chooser, axis=-1)
     next_value = jnp.take_along_axis(next_q_target, best[..., None], axis=-1)[..., 0]
     return reward + gamma * (1.0 - terminated.astype(jnp.float32)) * next_value
+
+
+def gae(rewards, values, next_values, terminated, done, gamma, gae_lambda, unroll: int = 1) -> jax.Array:
+    """GAE(lambda) over a time-major rollout [T, ...].
+
+    `next_values[t]` is the value of the state reached at step t (before any
+    reset); it is dropped where the episode terminated. Any ended episode,
+    terminated or truncated, stops the recursion. `unroll` steps per loop
+    iteration, as the rollout's (the same numbers; on a GPU, fewer launches).
+    """
+    not_terminated = 1.0 - terminated.astype(jnp.float32)
+    deltas = rewards + gamma * next_values * not_terminated - values
+    continues = gamma * gae_lambda * (1.0 - done.astype(jnp.float32))
+
+    def backward(next_advantage, step):
+        delta, cont = step
+        advantage = delta + cont * next_advantage
+        return advantage, advantage
+
+    _, advantages = jax.lax.scan(backward, jnp.zeros_like(values[0]), (deltas, continues), reverse=True,
+                                 unroll=unroll)
+    return advantages
 
 
 def q_lambda_targets(rewards, next_values, terminated, done, gamma, td_lambda) -> jax.Array:

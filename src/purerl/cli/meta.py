@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from purerl.cli.args import (add_distributed_flags, at_most, default_out, finite_float, integer, is_writer,
+from purerl.cli.args import (add_distributed_flags, default_out, finite_float, integer, is_writer,
                              join_processes, path, positive)
 from purerl.checks import ConfigError
 from purerl.meta.tasks import meta_task_module, meta_tasks
-from purerl.run import files, rundir
+from purerl.run import rundir
 
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from purerl.checks import ConfigError
-from purerl.run.inventory import CHECKPOINT, check_only_own, delete_own, is_temporary, own_name, register_files
+from purerl.run.inventory import CHECKPOINT  # noqa: F401  (re-exported: callers name it rundir.CHECKPOINT)
+from purerl.run.inventory import check_only_own, delete_own, is_temporary, own_name, register_files
 from purerl.run.runlock import LOCK
 from purerl.run import records, runlock
 from purerl.run.files import read_json, write_atomic

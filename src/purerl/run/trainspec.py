@@ -211,13 +211,13 @@ def make_spec(env: str, algo: str = "ppo", preset: str | None = None, settings: 
 
 def check_types(spec) -> None:
     """JSON can hold any type; the config fields must hold the ones the program is built from."""
-    for field in dataclasses.fields(spec.config):  # the recorded algorithm's own config class
-        value = getattr(spec.config, field.name)
-        expected = type(field.default)  # str, tuple, bool, int, or float (PQN's epsilon_decay), which takes an int
+    for config_field in dataclasses.fields(spec.config):  # the recorded algorithm's own config class
+        value = getattr(spec.config, config_field.name)
+        expected = type(config_field.default)  # str, tuple, bool, int, or float (PQN's epsilon_decay), which takes an int
         accepted = (int, float) if expected is float else expected
         if not isinstance(value, accepted) or (expected is not bool and isinstance(value, bool)):
-            raise TypeError(f"{field.name} must be {expected.__name__}, got {value!r}")
-        if field.name == "hidden_sizes" and not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
+            raise TypeError(f"{config_field.name} must be {expected.__name__}, got {value!r}")
+        if config_field.name == "hidden_sizes" and not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
             raise TypeError(f"hidden_sizes must be integers, got {list(value)!r}")
     for name, value in spec.hyperparams._asdict().items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -52,7 +52,8 @@ def versions(packages: tuple[str, ...]) -> dict:
     return found
 
 
-def _git(*args: str) -> str | None:
+def git(*args: str) -> str | None:
+    """`git ARGS` in the checkout purerl runs from: its output, or None where git or the checkout is missing."""
     try:
         done = subprocess.run(["git", "-C", str(CHECKOUT), *args], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
@@ -62,10 +63,10 @@ def _git(*args: str) -> str | None:
 
 def git_state() -> tuple[str | None, bool]:
     """(HEAD commit, whether the source differs from it). Outside a git checkout: (None, True)."""
-    commit = _git("rev-parse", "HEAD")
+    commit = git("rev-parse", "HEAD")
     if commit is None:
         return None, True
-    changes = _git("status", "--porcelain", "--", "src", "pyproject.toml")
+    changes = git("status", "--porcelain", "--", "src", "pyproject.toml")
     return commit, changes is None or bool(changes)
 
 

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from purerl_lab.publish import catalog, differences, provenance
+from purerl.runtime import hostinfo
 
 
 def header(report: Path, study_name: str) -> list[str]:
@@ -98,7 +99,7 @@ def stale_notice(study_name: str, stale: dict[str, str], missing: list[str] = ()
 
 def describe(part: dict) -> str:
     m, b = part["machine"], part["budget"]
-    where = m.get("accelerator") or f"{m['cpu']} ({provenance.cores_text(m)} cores)"
+    where = m.get("accelerator") or f"{m['cpu']} ({hostinfo.cores_text(m)} cores)"
     state = ("MIXED SOURCES: resumed across changes to its computation, not reproducible from one commit"
              if part.get("mixed_sources") else
              "UNCOMMITTED CHANGES, not reproducible from that commit" if part["dirty"] else "clean tree")

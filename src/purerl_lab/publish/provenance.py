@@ -20,15 +20,13 @@ import ast
 import datetime
 import hashlib
 import json
-import os
 import platform
 import re
 import shlex
-import subprocess
 from pathlib import Path
 
 from purerl.runtime import hostinfo
-from purerl.runtime.hostinfo import _git, command_line, cores_text, git_state, machine, run_facts  # noqa: F401  (the facts a part records)
+from purerl.runtime.hostinfo import command_line, git_state, machine, run_facts
 from purerl.checks import ConfigError
 from purerl_lab.publish.catalog import STUDIES, Study
 from purerl.run.files import write_atomic

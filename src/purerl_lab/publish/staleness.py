@@ -17,6 +17,7 @@ from purerl_lab.publish import differences, document, provenance
 from purerl_lab.publish import catalog
 from purerl_lab.publish.catalog import Study
 from purerl.run.files import write_atomic
+from purerl.runtime import hostinfo
 
 
 def mark(results_dir: Path, stale: dict[str, list[tuple]],
@@ -245,7 +246,7 @@ def _changed_files(study: Study, part: dict) -> str:
     ran under another Python (whose `ast.unparse` the hash depends on), that."""
     commit = part["commit"]
     files = [str(p.relative_to(provenance.REPO)) for p in provenance.study_files(study)]
-    changed = (provenance._git("diff", "--name-only", str(commit), "--", *files) or "").split() if commit else []
+    changed = (hostinfo.git("diff", "--name-only", str(commit), "--", *files) or "").split() if commit else []
     changed = [f for f in changed if not (provenance.REPO / f).is_file() or _code_at(commit, f) != provenance._code(provenance.REPO / f)]
     if changed:
         return f" ({', '.join(changed)})"
@@ -256,7 +257,7 @@ def _changed_files(study: Study, part: dict) -> str:
 
 
 def _code_at(commit: str, file: str) -> bytes | None:
-    old = provenance._git("show", f"{commit}:{file}")
+    old = hostinfo.git("show", f"{commit}:{file}")
     if old is None:
         return None
     try:

@@ -9,7 +9,6 @@ from typing import Callable
 
 import numpy as np
 
-from purerl.checks import ConfigError
 from purerl_lab.publish.fingerprint.values import digest, float_constants, sketch, value_hash
 
 SOURCE = Path(__file__).resolve().parents[3]  # src/, holding the library (purerl) and the lab (purerl_lab)

@@ -172,7 +172,6 @@ def _critic_fit(paired: dict | None) -> str:
 
 
 def render(record: dict, artefacts: str) -> str:
-    p = record["provenance"]
     held = record["held_out"]
     lines = [
         "# Evolved value loss vs L2 and clipped L2" if not record.get("tuned_l2") else

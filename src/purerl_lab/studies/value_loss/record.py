@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from purerl import stats
-from purerl_lab.publish import provenance as manifest
 from purerl.run import files
 from purerl_lab.studies import value_loss
 from purerl_lab.studies.value_loss import published
