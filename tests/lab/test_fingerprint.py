@@ -98,12 +98,12 @@ def test_lowered_text_ignores_python_names_and_locations():
 def test_moving_and_renaming_the_shuffle_keeps_the_fingerprint(baseline, monkeypatch):
     """The shuffle's code moved to another module under another name (what a file move or rename does to the
     objects the program is traced from): every component is unchanged."""
-    from purerl.algos import ppo, shuffle
+    from purerl.algos import shuffle
 
     source = Path(shuffle.__file__).read_text().replace("def permutation(", "def packed_sort_permutation(")
     moved = types.ModuleType("purerl_elsewhere.minibatches")
     exec(compile(source, "elsewhere/minibatches.py", "exec"), moved.__dict__)
-    monkeypatch.setattr(ppo, "random_permutation", moved.packed_sort_permutation)
+    monkeypatch.setattr(shuffle, "permutation", moved.packed_sort_permutation)
     assert compare_print() == baseline["cartpole"]
 
 
@@ -129,9 +129,9 @@ def test_a_loss_change_stales_every_ppo_program(baseline, monkeypatch):
 
 
 def test_a_shuffle_change_stales_training_but_not_statistics(baseline, monkeypatch):
-    from purerl.algos import ppo
+    from purerl.algos import shuffle
 
-    monkeypatch.setattr(ppo, "random_permutation", lambda key, n: jax.random.permutation(key, n))
+    monkeypatch.setattr(shuffle, "permutation", lambda key, n: jax.random.permutation(key, n))
     runs = {"program ppo run", "program dpo run", "program lpo:es0 run", "program lpo:es1 run"}
     assert differing(baseline["cartpole"], compare_print()) == runs
     assert differing(baseline["mfos"], mfos_print()) == set()  # M-FOS's PPO takes one full-batch minibatch
