@@ -71,12 +71,19 @@ def summary(comparisons: list[Comparison], rows: list[tuple], words: list[str] =
         c = by_key.get(key)
         if c is None:
             continue
-        fresh = "not run yet" if c.fresh is None else f"{stats.describe_paired(c.fresh, c.digits)} ({c.fresh['n']})"
+        fresh = _cell(c.fresh, c.digits) if c.fresh is not None else (
+            "not run yet" if c.study["ci_valid"] else "none: no CI to replicate")
         question = f"**Primary:** {c.question}" if c.primary else c.question
-        corrected = "" if c.primary else f"; Holm p {c.adjusted_p:.3g}"
-        study = f"{stats.describe_paired(c.study, c.digits)} ({c.study['n']}{corrected})"
+        study = _cell(c.study, c.digits, "" if c.primary else f"; Holm p {c.adjusted_p:.3g}")
         lines.append(f"| {question} | {study} | {fresh} | {WORDS[c.verdict]} |")
     return lines + [""] + [line for paragraph in (*words, rule(comparisons)) for line in (paragraph, "")] + [END, ""]
+
+
+def _cell(d: dict, digits: int, note: str = "") -> str:
+    """A table cell: '+mean [low, high] (n; note)', or '+mean (n=N, no CI; note)' without a CI."""
+    if not d["ci_valid"]:
+        return f"{d['mean']:+.{digits}f} (n={d['n']}, no CI{note})"
+    return f"{stats.describe_paired(d, digits)} ({d['n']}{note})"
 
 
 def headline(comparisons: list[Comparison], question: str, said: dict[str, str]) -> str:
