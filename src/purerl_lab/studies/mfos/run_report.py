@@ -100,7 +100,7 @@ def _body(record: dict, stem: str) -> list[str]:
         "in [mfos.md](mfos.md); the deliberate differences from the authors' code that apply here are listed "
         "at the end.", "",
         f"Mean reward per step over the last {record['final_window']} meta-episodes (10% of training), "
-        f"{statistic}. Target: full-scale numbers, {PAPER_SOURCES[(game, opponent)]}. A verdict on closeness "
+        f"{statistic}. Target: {PAPER_SOURCES[(game, opponent)]}. A verdict on closeness "
         f"(within {PAPER_TOLERANCE}) needs a CI: yes where the whole CI lies within it, no where none of it does.", "",
         f"| player | this run | target | this run - target | within {PAPER_TOLERANCE} |", "|---|---|---|---|---|",
     ]
