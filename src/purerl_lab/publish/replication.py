@@ -60,10 +60,12 @@ def bold(comparison: Comparison) -> bool:
     return comparison.verdict in stats.REPLICATED
 
 
-def summary(comparisons: list[Comparison], rows: list[tuple], words: list[str] = ()) -> list[str]:
+def summary(comparisons: list[Comparison], rows: list[tuple], words: list[str] = (),
+            no_fresh: str = "not run yet") -> list[str]:
     """The table a document opens with: a row per question of `rows` (keys of judged `comparisons`; the primary
-    one first, the others in their order), with its effect on the study's seeds and on fresh ones and whether it
-    replicated, then `words` (paragraphs) and the rule, between markers (`after_summary`)."""
+    one first, the others in their order), with its effect on the study's seeds and on fresh ones (`no_fresh`
+    where none have run: a study that registers no replication says why) and whether it replicated, then `words`
+    (paragraphs) and the rule, between markers (`after_summary`)."""
     by_key = {c.key: c for c in comparisons}
     lines = [START, "| question | study seeds: paired mean [95% CI] (n) | fresh seeds: paired mean [95% CI] (n) | "
              "verdict |", "|---|---|---|---|"]
@@ -71,8 +73,7 @@ def summary(comparisons: list[Comparison], rows: list[tuple], words: list[str] =
         c = by_key.get(key)
         if c is None:
             continue
-        fresh = _cell(c.fresh, c.digits) if c.fresh is not None else (
-            "not run yet" if c.study["ci_valid"] else "none: no CI to replicate")
+        fresh = _cell(c.fresh, c.digits) if c.fresh is not None else no_fresh
         question = f"**Primary:** {c.question}" if c.primary else c.question
         study = _cell(c.study, c.digits, "" if c.primary else f"; Holm p {c.adjusted_p:.3g}")
         lines.append(f"| {question} | {study} | {fresh} | {WORDS[c.verdict]} |")

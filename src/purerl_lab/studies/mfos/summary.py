@@ -127,4 +127,5 @@ def paper_lines(records: list[dict], tolerance: float) -> list[str]:
         words.append(f"With {fewest} seeds there is no 95% CI, so no comparison here is a verdict and none has a "
                      "replication to run; [mfos.md](mfos.md) answers the same question on 10 seeds at the small "
                      "preset, with its replication.")
-    return replication.summary(judged, [c.key for c in judged], words)
+    return replication.summary(judged, [c.key for c in judged], words,
+                               no_fresh="none: no CI to replicate" if fewest < stats.MIN_SEEDS_FOR_CI else "none registered")
