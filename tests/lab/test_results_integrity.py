@@ -68,7 +68,7 @@ def test_a_render_from_a_missing_or_incomplete_record_is_refused_in_one_line_and
 
 
 # Documents made before their runs wrote the records they are rendered from: whole once regenerated.
-BEFORE_RECORDS = {"mfos_paper.md": "mfos_paper/ipd-vs-nl.json", "mfos_coin.md": "mfos_coin/coin.json"}
+BEFORE_RECORDS = {"mfos_coin.md": "mfos_coin/coin.json"}
 
 
 def test_every_published_document_has_its_records_whole(results):
@@ -178,7 +178,7 @@ def test_only_a_package_missing_here_makes_a_part_uncheckable(monkeypatch, reaso
 
 
 def test_marking_writes_each_provenance_bullet_again_as_it_reruns_from_a_clone(results):
-    """A document written before commands were shown portable (mfos_paper.md: no renderer) loses the runner's
+    """A provenance bullet written before commands were shown portable (here mfos_paper.md's) loses the runner's
     folder at the next --mark; a document whose bullets are its own words (value_loss.md's stages) keeps them."""
     paper, value_loss = results / "mfos_paper.md", results / "value_loss.md"
     part = provenance.read_manifest(results)["mfos_paper.md"]["parts"]["ipd-vs-nl"]
