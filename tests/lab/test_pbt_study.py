@@ -132,7 +132,7 @@ def test_the_replication_runs_on_fresh_seeds_and_episodes_into_its_own_part(stud
     text = (root / "results" / "pbt.md").read_text()
     assert "Fresh seeds (70000-70007):" in text and "Fresh seeds" not in before
     row = next(line for line in text.splitlines() if line.startswith("| PBT against random search on CartPole-v1?"))
-    assert row.count("(n=2, no CI)") == 2  # both seed sets, paired by repetition
+    assert row.count("(n=2, no CI") == 2 and "(n=2, no CI; Holm p " in row  # both seed sets, paired by repetition
     assert (root / "results" / "pbt" / "fresh_CartPole-v1.png").is_file()
 
 
