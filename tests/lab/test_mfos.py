@@ -4,6 +4,7 @@ determinism, the lambda schedule, the Press & Dyson extortion tests, and the CLI
 import dataclasses
 import json
 import math
+import re
 from pathlib import Path
 
 import jax
@@ -636,3 +637,6 @@ def test_the_paper_summary_names_its_missing_ci_only_below_ten_seeds():
     few, many = ("\n".join(summary.paper_lines([record(n)], 0.1)) for n in (4, 10))
     assert "With 4 seeds there is no 95% CI" in few and "within 0.1: no CI, no verdict" in few
     assert "no 95% CI" not in many and many.count("within 0.1: yes") == 2 and "**yes" not in many
+    # the fresh-seeds cell: the study registers no replication, so it never reads "not run yet"
+    assert re.search(r"\| \+\d\.\d\d \(n=4, no CI\) \| none: no CI to replicate \| not resolved \|", few)
+    assert "| none registered |" in many and "not run yet" not in few + many
