@@ -6,26 +6,18 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from purerl.cli.args import add_train_flags, path
+from purerl.cli.args import add_train_flags
 from purerl.cli.train import train_spec
 from purerl.checks import ConfigError
 from purerl.run import files
+from purerl_lab.studies.flags import add_comparison_flags
 
 
 def add_compare(sub) -> None:
     compare = sub.add_parser("compare", help="train several policy objectives on identical seeds")
     add_train_flags(compare, default_seeds=16, algorithms=("ppo",), grid=False)  # the objectives are PPO's
     compare.add_argument("--objectives", default="ppo,dpo", help="comma-separated: ppo, dpo, lpo:PATH")
-    compare.add_argument("--runs-dir", type=path, default=Path("runs/compare"), help="where the full runs go")
-    compare.add_argument("--resume", action="store_true",
-                         help="continue each objective's run in --runs-dir from its checkpoint (finished runs are kept)")
-    compare.add_argument("--overwrite", action="store_true",
-                         help="replace the purerl runs of these objectives already in --runs-dir")
-    compare.add_argument("--fresh-seeds", action="store_true",
-                         help="the comparison's replication: its seeds moved to PRNGKey(70000) on, its runs in "
-                         "RUNS_DIR/fresh-ENV and its record in its own part of the report, fresh_ENV")
-    compare.add_argument("--report", type=path, help="markdown regenerated here, per-env JSON and plots beside it in "
-                         "REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/report.md)")
+    add_comparison_flags(compare, "runs/compare", replaced="the purerl runs of these objectives")
     compare.set_defaults(run=cmd_compare)
 
 

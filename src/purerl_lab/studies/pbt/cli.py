@@ -3,14 +3,12 @@ task's part of docs/results/pbt.md through provenance."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from purerl.checks import ConfigError
 
 
-
 def add_arguments(sub) -> None:
-    from purerl.cli.args import add_train_flags, finite_float, integer, path
+    from purerl.cli.args import add_train_flags, finite_float, integer
+    from purerl_lab.studies.flags import add_comparison_flags
 
     parser = sub.add_parser("pbt-study", help="PBT against random search and the preset's hyperparameters, R "
                             "repetitions each, into docs/results/pbt.md (docs/pbt.md)")
@@ -24,15 +22,8 @@ def add_arguments(sub) -> None:
                         help="bottom fraction that copies the top one (0.25)")
     parser.add_argument("--pbt-explore", metavar="NAME=LOW:HIGH,...",
                         help="the ranges PBT explores and random search samples (default: PPO's, docs/pbt.md)")
-    parser.add_argument("--fresh-seeds", action="store_true",
-                        help="the study's replication: the same design on seeds from PRNGKey(70000) on and "
-                        "evaluation episodes of their own, into RUNS_DIR/fresh-ENV and its own part, fresh_ENV")
-    parser.add_argument("--runs-dir", type=path, default=Path("runs/pbt-study"), help="where the runs go")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the runs in --runs-dir from their checkpoints and start the missing ones")
-    parser.add_argument("--overwrite", action="store_true", help="replace this task's runs in --runs-dir")
-    parser.add_argument("--report", type=path, help="markdown regenerated here, each task's JSON and plot beside it "
-                        "in REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/report.md)")
+    add_comparison_flags(parser, "runs/pbt-study", replaced="this env's runs",
+                         fresh_also=" and evaluation episodes of their own")
     parser.set_defaults(run=run_cli)
 
 

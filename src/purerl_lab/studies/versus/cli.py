@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from pathlib import Path
 
 from purerl.checks import ConfigError
 
@@ -14,7 +13,8 @@ STUDY = "offpolicy"  # the catalog's name for the document this command writes
 
 
 def add_arguments(sub) -> None:
-    from purerl.cli.args import add_train_flags, integer, path
+    from purerl.cli.args import add_train_flags, integer
+    from purerl_lab.studies.flags import add_comparison_flags
 
     parser = sub.add_parser("versus", help="algorithms side by side at the same env steps, each at its own preset, "
                             "into docs/results/offpolicy.md")
@@ -25,15 +25,7 @@ def add_arguments(sub) -> None:
     parser.add_argument("--algos", default="ppo,sac", help="comma-separated algorithms to compare, at least two")
     parser.add_argument("--episodes", type=integer, default=16,
                         help="evaluation episodes per seed at each mark, greedy and sampled each (16)")
-    parser.add_argument("--fresh-seeds", action="store_true",
-                        help="the comparison's replication: its seeds moved to PRNGKey(70000) on, its runs in "
-                        "RUNS_DIR/fresh-ENV and its record in its own part of the report, fresh_ENV")
-    parser.add_argument("--runs-dir", type=path, default=Path("runs/versus"), help="where the runs go")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the runs in --runs-dir from their checkpoints and start the missing ones")
-    parser.add_argument("--overwrite", action="store_true", help="replace this env's runs in --runs-dir")
-    parser.add_argument("--report", type=path, help="markdown regenerated here, each env's JSON and plot beside it "
-                        "in REPORT's stem folder, provenance in manifest.json (default RUNS_DIR/report.md)")
+    add_comparison_flags(parser, "runs/versus", replaced="this env's runs")
     parser.set_defaults(run=run_cli)
 
 
