@@ -17,7 +17,7 @@ TITLES = (*_TITLES, *((f"fresh_{setting}", f"{title}, fresh seeds") for setting,
 
 DIFFERENCES = (
     "Evolution budget: far below the walkthrough's, population 128 x 512 generations x 2 runs of 5e5 steps (4 envs "
-    "x 64 steps), 6.6e10 env steps; each Evolution line below states its own budget, from the runs it read, and what "
+    "x 64 steps), 6.6e10 env steps; each Evolution line under Method states its own budget, from the runs it read, and what "
     "fraction of the walkthrough's that is.",
     "Loss forms: the walkthrough's loss is an unconstrained 64-64 tanh MLP of v - t, which can be negative and can "
     "have a slope at zero. Ours are two: `scaled`, 0.5 (v - t)^2 exp(g(v, t)), L2 times a positive factor, so zero "
