@@ -293,6 +293,9 @@ def plot(records: list[dict], path: Path) -> Path:
         ax.set_ylabel("agents trained per hour (compile included)")
         ax.set_title(record["task"])
         ax.grid(alpha=0.3, which="both")
-        ax.legend()
+        if ax.lines:
+            ax.legend()
+        else:  # every system failed or measured nothing: say so rather than draw an empty legend
+            ax.text(0.5, 0.5, "no successful measurement", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
     return files.save_figure(fig, path, dpi=120)
