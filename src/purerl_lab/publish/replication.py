@@ -82,9 +82,10 @@ def summary(comparisons: list[Comparison], rows: list[tuple], words: list[str] =
 
 def _cell(d: dict, digits: int, note: str = "") -> str:
     """A table cell: '+mean [low, high] (n; note)', or '+mean (n=N, no CI; note)' without a CI."""
+    text = stats.describe_paired(d, digits)
     if not d["ci_valid"]:
-        return f"{d['mean']:+.{digits}f} (n={d['n']}, no CI{note})"
-    return f"{stats.describe_paired(d, digits)} ({d['n']}{note})"
+        return f"{text[:-1]}{note})"
+    return f"{text} ({d['n']}{note})"
 
 
 def headline(comparisons: list[Comparison], question: str, said: dict[str, str]) -> str:
