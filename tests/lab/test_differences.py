@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from purerl.checks import ConfigError
 from purerl_lab.publish import catalog, differences, document, provenance, records, staleness
 from purerl_lab.studies.mfos import markdown, report
 
@@ -108,12 +107,7 @@ def test_a_renderable_document_is_what_its_renderer_writes_from_the_committed_re
     study = catalog.STUDIES[name]
     document_path = RESULTS / study.document
     stem = Path(study.document).stem
-    try:
-        records.require_complete(RESULTS, study.document, provenance.read_manifest(RESULTS)[study.document])
-    except ConfigError as error:  # a document made before its run wrote records (mfos_coin) has none
-        if study.document == "mfos_coin.md" and "cannot be read" in str(error):
-            pytest.skip(f"{study.document} was made before its runs wrote the records it renders from")
-        raise
+    records.require_complete(RESULTS, study.document, provenance.read_manifest(RESULTS)[study.document])
     for path in (document_path, RESULTS / provenance.MANIFEST, RESULTS / f"{stem}.json"):
         if path.exists():
             shutil.copy(path, tmp_path / path.name)

@@ -67,16 +67,9 @@ def test_a_render_from_a_missing_or_incomplete_record_is_refused_in_one_line_and
     assert _tree(results) == before
 
 
-# Documents made before their runs wrote the records they are rendered from: whole once regenerated.
-BEFORE_RECORDS = {"mfos_coin.md": "mfos_coin/coin.json"}
-
-
 def test_every_published_document_has_its_records_whole(results):
     for name, entry in provenance.read_manifest(results).items():
-        try:
-            records.require_complete(results, name, entry)
-        except ConfigError as error:  # only a name older than its records, and only for want of them
-            assert name in BEFORE_RECORDS and f"{BEFORE_RECORDS[name]} cannot be read" in str(error), error
+        records.require_complete(results, name, entry)
 
 
 def test_a_record_that_differs_from_the_hash_its_manifest_records_is_refused(results):
