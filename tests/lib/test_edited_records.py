@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import run_cli
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from purerl.checks import ConfigError
 from purerl.run import records
@@ -92,3 +92,20 @@ def test_a_number_retyped_as_a_boolean_or_a_float_is_an_edit(trained, tmp_path, 
         (run / "config.json").write_text(json.dumps({**recorded, "config": {**recorded["config"], "rollout_unroll": value}}))
         code, _, err = run_cli(capsys, "train", "--out", run, "--resume")
         assert code == 2 and "was edited after purerl wrote it" in err and "rollout_unroll" in err, err
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats(allow_nan=False) | st.text(max_size=4),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                    max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@example(name="grid", written=[0], now=[["lr", [0.001]]])
+@example(name="grid", written={"lr": {}}, now={})
+@given(name=st.sampled_from(["grid", "seeds", "lr"]), written=JSON, now=JSON)
+def test_the_refusal_shows_any_edited_value_of_any_field(name, written, now):
+    """An edited field's value may be anything JSON holds (a grid of bare numbers, say): the refusal still shows
+    both values in its one line, never a traceback."""
+    text = records.differences({name: written}, {name: now}, ("written", "now"))
+    assert ("(written) vs" in text and text.endswith("(now)")) or not records._differs(written, now), text
+    assert "\n" not in text

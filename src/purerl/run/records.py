@@ -41,7 +41,7 @@ def flat_fields(config: dict, prefix: str = "") -> dict:
     """A nested record as {"a.b.c": value}, one entry per leaf."""
     leaves = {}
     for key, value in config.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and value:  # an empty dict is a leaf: an edit to {} still shows
             leaves.update(flat_fields(value, f"{prefix}{key}."))
         else:
             leaves[f"{prefix}{key}"] = value
@@ -54,7 +54,8 @@ _ABSENT = object()
 def _show(name: str, value) -> str:
     if value is _ABSENT:
         return "absent"
-    if name == "grid" and isinstance(value, list):
+    if name == "grid" and isinstance(value, list) and all(
+            isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], list) for pair in value):
         return " ".join(f"{k}={','.join(json.dumps(x) for x in v)}" for k, v in value) or "none"
     if (isinstance(value, list) and len(value) > 3 and all(type(x) is int for x in value)
             and value == list(range(value[0], value[0] + len(value)))):
