@@ -107,6 +107,13 @@ def test_eval_refuses_what_it_cannot_evaluate(capsys, tmp_path):
         assert code == 2 and "expected a positive number" in err
 
 
+def test_a_name_with_a_line_break_is_quoted_in_the_one_line(capsys, tmp_path):
+    for argv in (["eval", str(tmp_path / "no\nsuch")], ["train", "--out", str(tmp_path / "r"), "--config",
+                                                         str(tmp_path / "a\nb.json")]):
+        code, err = outcome(capsys, argv)
+        assert code == 2 and err.count("\n") == 1 and ("no\\nsuch" in err or "a\\nb.json" in err), err
+
+
 def test_distinct_grid_values_get_distinct_labels():
     members = make_members([0], HyperParams(), grid={"lr": [1e-3, 0.001000001, 2.5e-4]})
     assert [members.label(i) for i in range(3)] == ["lr=0.001,seed=0", "lr=0.001000001,seed=0", "lr=0.00025,seed=0"]
@@ -272,12 +279,12 @@ SUBCOMMAND_ARGS = {
     "train": ([], {"--out": "dir", "--config": "json", "--seeds": None, "--lr": None, "--hidden-sizes": None}),
 }
 PATHS = {  # destinations a user may name: fresh, the user's own files and folders, purerl's run, nonsense
-    "dir": ["new", "r", "mine", "notes.txt", "", ".", "a" * 300, "r/checkpoint"],
+    "dir": ["new", "r", "mine", "notes.txt", "", ".", "a" * 300, "r/checkpoint", "mine\nx"],
     "png": ["p.png", "mine/notes.txt", "mine.png", "r", "", "x.jpg"],
     "gif": ["g.gif", "mine.gif", "r/episode.gif", "mine", ""],
     "md": ["rep.md", "mine/notes.md", "notes.txt", "mine", ""],
     "json": ["r/config.json", "r", "notes.txt", "missing.json", ""],
-    "word": ["ppo,dpo", "ppo", "episode_return", "cartpole", "none", "x", "", "training_budget", ","],
+    "word": ["ppo,dpo", "ppo", "episode_return", "cartpole", "none", "x", "", "training_budget", ",", "x\ny"],
 }
 
 

@@ -102,6 +102,8 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.
 @settings(max_examples=200, deadline=None)
 @example(name="grid", written=[0], now=[["lr", [0.001]]])
 @example(name="grid", written={"lr": {}}, now={})
+@example(name="grid", written=None, now={"\n": None})
+@example(name="grid", written=[["\n", [1]]], now=None)
 @given(name=st.sampled_from(["grid", "seeds", "lr"]), written=JSON, now=JSON)
 def test_the_refusal_shows_any_edited_value_of_any_field(name, written, now):
     """An edited field's value may be anything JSON holds (a grid of bare numbers, say): the refusal still shows

@@ -25,7 +25,7 @@ from purerl.runtime import host_devices
 from purerl.runtime.configure import configure_jax
 from purerl.run import runlock
 from purerl.cli import meta, tools, train
-from purerl.cli.args import EXIT_USAGE, Parser
+from purerl.cli.args import EXIT_USAGE, Parser, error_line
 from purerl.cli.train import train_spec  # noqa: F401  (the library's way to turn flags into a TrainSpec)
 from purerl.checks import ConfigError
 from purerl.run.stopping import StopRequested, graceful_stop, held_from_the_start, pending, tell
@@ -66,8 +66,9 @@ def _help_for_algo(argv: list[str]) -> str | None:
 
 def _refused(error: ConfigError) -> int:
     """Bad input: one line on stderr, exit 2."""
-    print(f"purerl: error: {error}", file=sys.stderr)
+    error_line(error)
     return EXIT_USAGE
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         tell("purerl: interrupted before a checkpoint could be saved")
         return 130
     except OSError as error:  # the disk, not the input: still one line, not a traceback
-        print(f"purerl: error: {error}", file=sys.stderr)
+        error_line(error)
         return 1
 
 

@@ -31,6 +31,12 @@ class HelpFormatter(argparse.HelpFormatter):
         super().add_argument(action)
 
 
+def error_line(message) -> None:
+    """`purerl: error: MESSAGE` on stderr, in one line even where it quotes a name the user gave that holds a line
+    break (a key in an edited record, a path)."""
+    print("purerl: error: " + str(message).replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error, `--lr -1e-3` read as a (bad) value, not an option, and defaults in --help."""
 
@@ -53,7 +59,7 @@ class Parser(argparse.ArgumentParser):
         return super().format_help()
 
     def error(self, message: str):
-        print(f"purerl: error: {message}", file=sys.stderr)
+        error_line(message)
         raise SystemExit(EXIT_USAGE)
 
     def parse_args(self, args=None, namespace=None):

@@ -51,12 +51,17 @@ def flat_fields(config: dict, prefix: str = "") -> dict:
 _ABSENT = object()
 
 
+def _key(name) -> str:
+    """A field's name as a one-line message shows it: as JSON where an edit gave it a line break or a non-string."""
+    return name if isinstance(name, str) and name.isprintable() else json.dumps(name)
+
+
 def _show(name: str, value) -> str:
     if value is _ABSENT:
         return "absent"
     if name == "grid" and isinstance(value, list) and all(
             isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], list) for pair in value):
-        return " ".join(f"{k}={','.join(json.dumps(x) for x in v)}" for k, v in value) or "none"
+        return " ".join(f"{_key(k)}={','.join(json.dumps(x) for x in v)}" for k, v in value) or "none"
     if (isinstance(value, list) and len(value) > 3 and all(type(x) is int for x in value)
             and value == list(range(value[0], value[0] + len(value)))):
         return f"[{value[0]}..{value[-1]}]"
@@ -79,6 +84,6 @@ def differences(previous: dict, config: dict, labels: tuple[str, str] = ("record
     for path in paths:
         name = path.rpartition(".")[2]
         name = name if short.count(name) == 1 else path
-        parts.append(f"{name}: {_show(name, old.get(path, _ABSENT))} ({labels[0]}) vs "
+        parts.append(f"{_key(name)}: {_show(name, old.get(path, _ABSENT))} ({labels[0]}) vs "
                      f"{_show(name, new.get(path, _ABSENT))} ({labels[1]})")
     return "; ".join(parts)
