@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from cli_run import SMALL, ReachedTraining, run_cli
 from purerl.cli import main
 from purerl.run import experiment, records
+from purerl.run.population import make_members
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +165,7 @@ def edited_file(recorded: dict, data) -> tuple[str, dict | None]:
     """A hand edit of a recorded config.json: (its text, the record it reads as; None when it names a key twice)."""
     record = json.loads(json.dumps(recorded))
     kind = data.draw(st.sampled_from(["none", "delete", "add", "retype", "value", "non-finite", "huge", "repeat",
-                                      "grid twice"]))
+                                      "grid twice", "grid"]))
     if kind in ("delete", "retype"):
         path = data.draw(st.sampled_from(sorted(_keys(record))))
         parent = _parent(record, path)
@@ -180,6 +181,10 @@ def edited_file(recorded: dict, data) -> tuple[str, dict | None]:
         _parent(record, path)[path[-1]] = data.draw(value)
     elif kind == "grid twice":
         record["grid"] = [[name, values] for name, values in record["grid"]] * 2
+    elif kind == "grid":  # any names, sweepable or not, with any number of values
+        names = data.draw(st.lists(st.sampled_from(["lr", "gamma", "nope", "seed"]), max_size=2, unique=True))
+        record["grid"] = [[name, data.draw(st.lists(st.floats(0.01, 0.99), max_size=3, unique=True))]
+                          for name in names]
     if kind != "repeat":
         return json.dumps(record, indent=2), record
     path = data.draw(st.sampled_from([("hyperparams",), ("config",), ()]))
@@ -225,6 +230,8 @@ def test_an_edited_config_file_trains_as_it_reads_or_is_refused_in_one_line(caps
         code, _, err = run_cli(capsys, "train", "--config", folder / "config.json", "--out", folder / "run")
     if code == 0:
         assert reads_as is not None and same(records.comparable(trained[0].to_json()), records.comparable(reads_as))
+        spec = trained[0]  # and the population sweeps every grid entry it reads: none is dropped on the way
+        assert set(make_members(spec.seeds, spec.hyperparams, spec.grid).swept) == set(spec.grid)
     else:
         assert code == 2 and err.count("\n") == 1 and err.startswith("purerl: error: "), err
     assert not (folder / "run").exists()

@@ -112,6 +112,7 @@ def test_a_grid_from_python_and_a_rerun_of_the_script_continues(tmp_path):
     for bad, message in [(dict(seeds=[0, 0]), "seed 0 is given twice"), (dict(seeds=0), "^seeds must be positive"),
                          (dict(seeds=2**40), "^seeds must be at most 1,048,576"),
                          (dict(grid={"buffer_size": [1, 2]}), "cannot sweep 'buffer_size'"),
+                         (dict(grid={"buffer_size": [1]}), "cannot sweep 'buffer_size'"),  # not dropped for one value
                          (dict(grid={"lr": [1e-3, -1.0]}), "lr must be > 0"),
                          (dict(hyperparams=purerl.DQNHyperParams()), "hyperparams must be HyperParams for PPO"),
                          (dict(resume="yes"), "resume must be True, False or 'auto'")]:

@@ -222,9 +222,15 @@ def check_types(spec) -> None:
     for name, value in spec.hyperparams._asdict().items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{name} must be a number, got {value!r}")
+    sweepable = type(spec.hyperparams)._fields
     for name, values in spec.grid.items():  # what the flag form (`args.floats`) refuses, the record may not hold
+        if name not in sweepable:  # not silently dropped, whatever its length
+            raise ValueError(f"cannot sweep {name!r}; sweepable: {', '.join(sweepable)}")
         if not isinstance(values, (list, tuple)) or not values:
             raise TypeError(f"grid {name} must be a list of numbers, got {values!r}")
+        if len(values) == 1:  # purerl records one value as the setting itself; a grid entry would be ignored
+            raise ValueError(f"grid {name} holds one value; a grid sweeps two or more, one value belongs in "
+                             f"hyperparams.{name}")
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             raise TypeError(f"grid {name} must hold numbers, got {values!r}")
         with np.errstate(over="ignore"):
