@@ -49,3 +49,12 @@ def test_ppo_in_groups_of_two_trains_the_members_it_trains_all_at_once():
 def test_a_negative_cpu_group_is_refused():
     with pytest.raises(ConfigError, match="cpu-group must be an integer"):
         PPOConfig(cpu_group=-1).validate()
+
+
+@pytest.mark.parametrize("grid", [{"nope": [1.0]}, {"nope": [1.0, 2.0]}, {"lr": [1e-3, 2e-3], "buffer_size": [1]}])
+def test_a_grid_naming_no_hyperparameter_is_refused_whatever_its_length(grid):
+    """One value sweeps nothing and is left out of the members, but a name that is not a hyperparameter is a
+    mistake, not a setting to leave out."""
+    with pytest.raises(ConfigError, match="cannot sweep"):
+        make_members([0], HyperParams(), grid)
+    assert make_members([0, 1], HyperParams(), {"lr": [1e-3]}).swept == ()  # a known name with one value: no sweep

@@ -70,7 +70,6 @@ def _refused(error: ConfigError) -> int:
     return EXIT_USAGE
 
 
-
 def main(argv: list[str] | None = None) -> int:
     # orbax reads a checkpoint in asyncio tasks; when a damaged one fails, purerl reports it in one line and
     # asyncio would add "Task exception was never retrieved" with a traceback once the failed task is collected

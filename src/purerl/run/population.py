@@ -84,14 +84,13 @@ def make_members(seeds: list[int], base: HyperParams, grid: dict[str, list[float
     if len(set(seeds)) < len(seeds):
         twice = next(s for i, s in enumerate(seeds) if s in seeds[:i])
         raise ConfigError(f"seed {twice} is given twice; each member needs its own seed")
+    fields = type(base)._fields  # PPO's HyperParams or another algorithm's
+    check_sweepable(grid or {}, fields)  # every name, before one-value entries (which sweep nothing) are left out
     grid = {k: list(v) for k, v in (grid or {}).items() if len(v) > 1}
     size = len(seeds) * math.prod(len(v) for v in grid.values())
     if size > MAX_MEMBERS:
         raise ConfigError(f"{size:,} members (seeds x grid settings) is more than {MAX_MEMBERS:,}")
-    fields = type(base)._fields  # PPO's HyperParams or another algorithm's
     for name in grid:
-        if name not in fields:
-            raise ConfigError(f"cannot sweep '{name}'; sweepable: {', '.join(fields)}")
         base._replace(**{name: grid[name]}).validate()  # as given: float32 would turn 1e39 into inf first
     rows, member_seeds = [], []
     for values in itertools.product(*grid.values()):
@@ -102,6 +101,13 @@ def make_members(seeds: list[int], base: HyperParams, grid: dict[str, list[float
     hyperparams = type(base)(*(np.asarray(column, np.float32) for column in zip(*rows)))
     hyperparams.validate()
     return Members(tuple(member_seeds), hyperparams, tuple(grid))
+
+
+def check_sweepable(names, fields) -> None:
+    """A grid may name only hyperparameters (`fields`): any other name would be dropped, not swept."""
+    for name in names:
+        if name not in fields:
+            raise ConfigError(f"cannot sweep '{name}'; sweepable: {', '.join(fields)}")
 
 
 class Placement:

@@ -20,7 +20,7 @@ from purerl.algos.settings import apply_preset
 from purerl.checks import ConfigError
 from purerl.run import records
 from purerl.run.pbt_config import PBTConfig
-from purerl.run.population import Members, make_members
+from purerl.run.population import Members, check_sweepable, make_members
 from purerl.runtime import backend
 
 
@@ -222,10 +222,8 @@ def check_types(spec) -> None:
     for name, value in spec.hyperparams._asdict().items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{name} must be a number, got {value!r}")
-    sweepable = type(spec.hyperparams)._fields
+    check_sweepable(spec.grid, type(spec.hyperparams)._fields)
     for name, values in spec.grid.items():  # what the flag form (`args.floats`) refuses, the record may not hold
-        if name not in sweepable:  # not silently dropped, whatever its length
-            raise ValueError(f"cannot sweep {name!r}; sweepable: {', '.join(sweepable)}")
         if not isinstance(values, (list, tuple)) or not values:
             raise TypeError(f"grid {name} must be a list of numbers, got {values!r}")
         if len(values) == 1:  # purerl records one value as the setting itself; a grid entry would be ignored
