@@ -229,7 +229,7 @@ def test_no_act_verdict_from_fewer_victims_than_the_env_needs_and_one_above_wher
     apart = dict(anti=(-620.0, -560.0), **{"random adversary": (-510.0, -460.0)})
     assert act.victim_of("Pendulum-v1").victims == 64 and act.victim_of("CartPole-v1").victims == 32
     few = act_cli._verdicts(_rows(32, **apart), pairs, "Pendulum-v1")
-    assert few == ["- No verdicts: 32 fresh victims, and a verdict on Pendulum-v1 needs at least 64 (`--victims`)."]
+    assert few == ["- No verdicts: 32 held-out victims, and a verdict on Pendulum-v1 needs at least 64 (`--victims`)."]
     assert act_cli._verdicts(_rows(64, **apart), pairs, "Pendulum-v1") == [
         "- anti vs random adversary: lower (CIs do not overlap)"]
     overlapping = dict(anti=(-520.0, -480.0), **{"random adversary": (-510.0, -460.0)})
@@ -239,7 +239,7 @@ def test_no_act_verdict_from_fewer_victims_than_the_env_needs_and_one_above_wher
         "- anti vs random adversary: lower (CIs do not overlap)"]
     assert act_cli._verdicts(_rows(16, **apart), pairs, "CartPole-v1")[0].startswith("- No verdicts: 16 fresh")
     test_time = dict(joint=(150.0, 160.0), silent=(90.0, 110.0))
-    assert "not judged. No verdicts: 16 fresh victims" in act_cli._backdoor_verdict(
+    assert "not judged. No verdicts: 16 held-out victims" in act_cli._backdoor_verdict(
         _rows(16, **test_time), ["joint"], ["silent"], "CartPole-v1")
     assert act_cli._backdoor_verdict(_rows(32, **test_time), ["joint"], ["silent"], "CartPole-v1").startswith(
         "Train-time shaping adds control")

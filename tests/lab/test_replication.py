@@ -82,6 +82,8 @@ def test_a_verdict_both_seed_sets_give_is_bold_and_answers_the_headline():
     # the family correction takes verdicts a lone 95% CI would give: learned vs its scale alone (+6.2 [+0.5, +12.4])
     scale = by_key[("training_budget", "learned", "scale_only")]
     assert scale.study["verdict"] == "better" and scale.adjusted_p >= 0.05 and scale.verdict == "not resolved"
+    assert "the shape adds to the scale" not in text  # the prose says what the family says, not the lone CI
+    assert f"the shape's own contribution is not resolved (Holm p {scale.adjusted_p:.3g}" in text
     # a setting without its replication yet waits for it
     del record["all_candidates"]["fresh_2x_budget"]
     record["paired"] = value_loss_record.paired(record["all_candidates"], ["learned", "learned_mlp"])
@@ -97,8 +99,14 @@ def test_judge_corrects_every_comparison_but_the_primary():
     assert judged[0].verdict == "better" and judged[0].adjusted_p is None  # the primary by its own CI
     assert all(c.adjusted_p == 0.06 and c.verdict == "not resolved" for c in judged[1:])  # 3 x 0.02, Holm
     lines = replication.summary(judged, [("p",), (0,)])
-    assert lines[0] == replication.START and lines[-2] == replication.END and len(lines) == 10
+    assert lines[0] == replication.START and lines[-2] == replication.END
     assert replication.after_summary(["# T", "", *lines, "text"], 2) == 2 + len(lines)
+    # the rows asked for first; every other comparison of the family after the rule, folded, with its numbers
+    folded = lines.index("<details><summary>The other 2 comparisons of the family</summary>")
+    assert [line[:6] for line in lines[:folded] if line.startswith("| ") and "?" in line] == ["| **Pr", "| q0? "]
+    assert [line[:6] for line in lines[folded:] if line.startswith("| ") and "?" in line] == ["| q1? ", "| q2? "]
+    assert "after a Holm-Bonferroni correction over these 3" in "\n".join(lines)
+    assert replication.others_sentence(judged[1:]) == "Of the other 3 comparisons, 0 replicate."
 
 
 def _document(name: str) -> list[str]:
@@ -111,8 +119,9 @@ def _document(name: str) -> list[str]:
 def test_the_first_screen_holds_the_summary_and_the_differences_and_provenance_follow_the_results(name):
     lines = _document(name)
     at = differences.after_title(lines)
-    assert lines[at] == replication.START and lines.index(replication.END) < 45  # the table and its answer
-    table = [line for line in lines[at:lines.index(replication.END)] if line.startswith("| ")]
+    shown = next(i for i, line in enumerate(lines) if line == replication.END or line.startswith("<details>"))
+    assert lines[at] == replication.START and shown < 45  # the table and its answer; the rest of the family folded
+    table = [line for line in lines[at:shown] if line.startswith("| ")]
     assert table[1].startswith("| **Primary:** ") and len(table) <= 12  # a header, then a row per question
     assert any("(the question named in advance)?" in line for line in lines[at:lines.index(replication.END)])
     footer = lines.index(document.FOOTER)
@@ -147,3 +156,14 @@ def test_a_paired_comparison_is_the_seeds_difference_and_its_p_value_and_the_pri
     table = replication.summary(judged, [("x",), ("p",)])  # the primary given last
     rows = [line for line in table if line.startswith("| ") and "?" in line]
     assert rows[0].startswith("| **Primary:** The primary?") and rows[1].startswith("| A against B?")
+
+
+@pytest.mark.parametrize("held", [1, 4, 5])
+def test_the_sentence_names_the_comparisons_that_replicate_only_while_they_are_few(held):
+    ahead = stats.paired_difference(np.arange(12.0) + 1.0, np.zeros(12))
+    flat = stats.paired_difference(np.arange(12.0) - 5.5, np.zeros(12))
+    family = replication.judge([replication.Comparison((i,), f"q{i}?", ahead if i < held else flat, 1e-4,
+                                                       ahead if i < held else flat) for i in range(6)])
+    sentence = replication.others_sentence(family)
+    assert sentence.startswith(f"Of the other 6 comparisons, {held} replicate")
+    assert ("q0 (better)" in sentence) == (held <= 4) and "q5" not in sentence

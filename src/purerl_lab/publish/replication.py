@@ -5,7 +5,7 @@ question, the sentence answering the primary one, and until fresh seeds have run
 The rule (`stats.replication`): a comparison is a verdict, printed in bold, only where its study seeds' test passes
 and the fresh seeds' 95% CI is clear of 0 the same way. The study's test is its 95% CI for the one primary
 comparison a document names in advance (the question its headline answers), and for every other comparison a
-Holm-Bonferroni correction over all of them (`stats.holm`), so that the many tests of one document do not make
+Holm-Bonferroni correction over those others (`stats.holm`), so that the many tests of one document do not make
 verdicts of chance.
 """
 
@@ -65,19 +65,28 @@ def summary(comparisons: list[Comparison], rows: list[tuple], words: list[str] =
     """The table a document opens with: a row per question of `rows` (keys of judged `comparisons`; the primary
     one first, the others in their order), with its effect on the study's seeds and on fresh ones (`no_fresh`
     where none have run: a study that registers no replication says why) and whether it replicated, then `words`
-    (paragraphs) and the rule, between markers (`after_summary`)."""
+    (paragraphs) and the rule, between markers (`after_summary`). The comparisons that are not rows follow the
+    rule in a folded table of their own, so that every comparison a sentence counts shows its numbers."""
     by_key = {c.key: c for c in comparisons}
-    lines = [START, "| question | study seeds: paired mean [95% CI] (n) | fresh seeds: paired mean [95% CI] (n) | "
-             "verdict |", "|---|---|---|---|"]
-    for key in sorted(rows, key=lambda key: not (key in by_key and by_key[key].primary)):
-        c = by_key.get(key)
-        if c is None:
-            continue
+    shown = sorted((key for key in rows if key in by_key), key=lambda key: not by_key[key].primary)
+    rest = [c for c in comparisons if c.key not in shown]
+    lines = [START, *_table([by_key[key] for key in shown], no_fresh), ""]
+    lines += [line for paragraph in (*words, rule(comparisons)) for line in (paragraph, "")]
+    if rest:
+        lines += [f"<details><summary>The other {len(rest)} comparisons of the family</summary>", "",
+                  *_table(rest, no_fresh), "", "</details>", ""]
+    return lines + [END, ""]
+
+
+def _table(comparisons: list[Comparison], no_fresh: str) -> list[str]:
+    lines = ["| question | study seeds: paired mean [95% CI] (n) | fresh seeds: paired mean [95% CI] (n) | verdict |",
+             "|---|---|---|---|"]
+    for c in comparisons:
         fresh = _cell(c.fresh, c.digits) if c.fresh is not None else no_fresh
         question = f"**Primary:** {c.question}" if c.primary else c.question
         study = _cell(c.study, c.digits, "" if c.primary else f"; Holm p {c.adjusted_p:.3g}")
         lines.append(f"| {question} | {study} | {fresh} | {WORDS[c.verdict]} |")
-    return lines + [""] + [line for paragraph in (*words, rule(comparisons)) for line in (paragraph, "")] + [END, ""]
+    return lines
 
 
 def _cell(d: dict, digits: int, note: str = "") -> str:
@@ -109,14 +118,20 @@ def headline(comparisons: list[Comparison], question: str, said: dict[str, str])
                                    "have not run)."}
         lines.append(f"{question} {answer[primary.verdict]}")
     others = [c for c in comparisons if not c.primary]
+    if others:
+        lines.append(others_sentence(others))
+    return " ".join(lines)
+
+
+def others_sentence(others: list[Comparison], named: int = 4) -> str:
+    """How many of the comparisons besides the primary replicate, naming them where there are at most `named`
+    (more would bury the headline: the tables say which), and how many wait for fresh seeds."""
     held = [f"{c.question.rstrip('?')} ({c.verdict})" for c in others if bold(c)]
     waiting = sum(c.verdict == "replication pending" for c in others)
-    if others:
-        lines.append(f"Of the other {len(others)} comparisons, {len(held)} replicate"
-                     + (f": {'; '.join(held)}" if held else "")
-                     + (f"; {waiting} more hold on the study's seeds, Holm-corrected, and wait for their replication"
-                        if waiting else "") + ".")
-    return " ".join(lines)
+    return (f"Of the other {len(others)} comparisons, {len(held)} replicate"
+            + (f": {'; '.join(held)}" if held and len(held) <= named else "")
+            + (f"; {waiting} more hold on the study's seeds, Holm-corrected, and wait for their replication"
+               if waiting else "") + ".")
 
 
 FLAG, PREFIX = catalog.FRESH, catalog.FRESH_PART  # a replication: the study's command with FLAG, part PREFIX+PART
@@ -165,8 +180,8 @@ def pending(study, parts: list[str]) -> str:
 def rule(comparisons: list[Comparison]) -> str:
     """The rule in words, with the family's size."""
     others = sum(not c.primary for c in comparisons)
-    corrected = (f", each of the other {others} by its Holm-corrected p-value below 0.05 (a percentile bootstrap of "
-                 "the paired mean, the family being every comparison of this document)" if others else "")
+    corrected = (f", each of the other {others} by its p-value (a percentile bootstrap of the paired mean) below 0.05 "
+                 f"after a Holm-Bonferroni correction over these {others}" if others else "")
     return (f"A verdict (bold) holds on the study's seeds and again on disjoint fresh seeds, run by the same command: "
             f"the primary comparison by its paired 95% CI{corrected}, and on the fresh seeds by a paired 95% CI "
             f"clear of 0 the same way. Anything else is "

@@ -161,13 +161,15 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
         r = files.read_json(train_json, "a train-time evaluation")
         rows, name = r["mean_return_over_training"], f"train-time {r['env']}"
         evaluations[name] = (r["env"], rows)
-        fresh[name] = _fresh_rows(plots_dir / act.train_time_files(env_name, fresh=True)[0],
-                                  "mean_return_over_training")
+        fresh_json, fresh_png = (plots_dir / file for file in act.train_time_files(env_name, fresh=True))
+        fresh[name] = _fresh_rows(fresh_json, "mean_return_over_training")
         pairs[name] = [(a, b) for a in rows if "(evolved" in a for b in summary.BASELINES[::-1]]
         sections += [f"## Train-time ACT on {r['env']}", "",
-                     f"Victim mean episode return over its whole training, {len(r['seeds'])} fresh victim seeds.", "",
-                     *_table("adversary", rows), "", *_verdicts(rows, pairs[name], r["env"]),
-                     "", f"![train-time on {r['env']}]({plots_dir.name}/{train_png.name})", ""]
+                     f"Victim mean episode return over its whole training, {len(r['seeds'])} held-out victim seeds.",
+                     "", *_table("adversary", rows), "", *_verdicts(rows, pairs[name], r["env"]),
+                     "", f"![train-time on {r['env']}]({plots_dir.name}/{train_png.name})", "",
+                     *([f"![train-time on {r['env']}, fresh seeds]({plots_dir.name}/{fresh_png.name})", ""]
+                       if fresh_png.exists() else [])]
     test_json = plots_dir / "test_time.json"
     if test_json.exists():
         r = json.loads(test_json.read_text())
@@ -182,7 +184,7 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
                      f"Goal return (sum of exp(-(x - goal)^2) over an episode of at most "
                      f"{act.VICTIMS[act.TEST_TIME_ENV].episode_cap} steps) of the "
                      f"frozen greedy victim, mean over {r['goals_per_seed']} goals per victim, {len(r['seeds'])} "
-                     "fresh victim seeds. The exploiter baselines evolve the exploiter alone, against victims trained "
+                     "held-out victim seeds. The exploiter baselines evolve the exploiter alone, against victims trained "
                      "with a fixed random message function or with a silent channel (zeros in the message inputs).",
                      "", *_table("condition", rows), "", *_verdicts(rows, pairs["test-time"], r["env"]), "",
                      _backdoor_verdict(rows, joint, baselines, r["env"]), "",
@@ -202,7 +204,8 @@ def _fresh_rows(path: Path, key: str) -> dict | None:
 
 def _statistic(plots_dir: Path) -> str:
     """What a table cell is, when a comparison is called, and where the evolved parameters are."""
-    return ("Statistic: IQM over fresh victim seeds with its 95% percentile-bootstrap CI (per-seed values and n "
+    return ("Statistic: IQM over held-out victim seeds (victims newly trained for the evaluation, none seen by "
+            "the evolution) with its 95% percentile-bootstrap CI (per-seed values and n "
             f"below {stats.MIN_SEEDS_FOR_CI} seeds). A comparison is called only where the CIs do not overlap, and "
             "only from at least as many victims as the env's verdicts rest on ("
             + ", ".join(f"{env} {v.victims}" for env, v in act.VICTIMS.items()) + "). The evolved parameters are in "
@@ -259,7 +262,7 @@ def _too_few(rows: dict, env_name: str) -> str | None:
     """Why `rows` give no verdict: fewer fresh victims than a verdict on `env_name` needs (`act.Victim.victims`: on
     32 victims Pendulum-v1's verdicts moved with the CPU model and the seed set); None where there are enough."""
     victims, needed = min(s["n"] for s in rows.values()), act.victim_of(env_name).victims
-    return None if victims >= needed else (f"No verdicts: {victims} fresh victims, and a verdict on {env_name} needs "
+    return None if victims >= needed else (f"No verdicts: {victims} held-out victims, and a verdict on {env_name} needs "
                                            f"at least {needed} (`--victims`).")
 
 

@@ -54,7 +54,7 @@ def lines(evaluations: dict[str, tuple[str, dict]], pairs: dict[str, list[tuple[
     words = [replication.headline(judged, f"Does the evolved anti adversary ({PRIMARY[1]}) lower the victim's "
                                   f"return against no messages, {PRIMARY[0]} (the question named in advance)?",
                                   {"better": "higher", "worse": "lower"}),
-             "Each row: the mean over fresh victims of the per-victim difference, the first condition minus the "
+             "Each row: the mean over held-out victims of the per-victim difference, the first condition minus the "
              "second, on the same victim seeds (train time: the victim's mean episode return over its training; "
              "test time: its goal return).",
              replication.pending(provenance.STUDIES["act"], [_part(name) for name in evaluations

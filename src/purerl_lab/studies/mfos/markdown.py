@@ -145,8 +145,8 @@ def analysis_lines(game: str, sampled: dict, greedy: dict | None, plot: str) -> 
                   f"| NL (vs {mode}) | " + " | ".join(f"{opp[k]:.2f}" for k in POLICY_LABELS) + " |"]
     lines.append("")
     if game == "ipd":
-        lines += ["Press & Dyson extortion tests (`studies/mfos/analysis.py`; sampled: M-FOS's actions drawn "
-                  "from its Gaussian as in training; greedy: the Gaussian's mean):", ""]
+        lines += ["Press & Dyson extortion tests (`src/purerl_lab/studies/mfos/analysis.py`; sampled: M-FOS's actions "
+                  "drawn from its Gaussian as in training; greedy: the Gaussian's mean):", ""]
         for mode, analysis in modes:
             test, fit = analysis["policy_test"], analysis["payoff_fit"]
             by_seed = analysis.get("by_seed", [])

@@ -170,10 +170,26 @@ def against_tuned(record: dict) -> list[str]:
             f"by its own curvature at v = t it is {_number(shape['shape_distance'])} away from L2 (0 for any scaled L2)."
             + ("" if scale_only is None else
                f" The whole loss against its scale alone (`{name}_scale_only`, L2 at its curvature at v = t): "
-               + _both(record, name, "scale_only")
-               + {"better": ": the shape adds to the scale.", "worse": ": the shape costs return.",
-                  "not distinguishable": ": the shape's own contribution is not resolved."}[scale_only["verdict"]]))
+               + _both(record, name, "scale_only") + f": {shape_words(record, name, scale_only['verdict'])}."))
     return [" ".join(text), ""]
+
+
+def shape_words(record: dict, name: str, verdict: str) -> str:
+    """What `name`'s shape adds to its scale alone at the training budget, in words: as the document's family judges
+    it (Holm-corrected, then replicated on fresh seeds) where the record has it, else by `verdict`, its paired test
+    alone (an older record's)."""
+    family = {c.key: c for c in replicated.comparisons(record)}
+    judged = family.get(("training_budget", name, "scale_only"))
+    if judged is not None:
+        if replication.bold(judged):
+            verdict = judged.verdict
+        else:
+            why = {"not replicated": "its fresh seeds do not give it", "replication pending": "its fresh seeds have "
+                   "not run"}.get(judged.verdict, "not after the correction for the document's many comparisons")
+            return (f"the shape's own contribution is not resolved (Holm p {judged.adjusted_p:.3g}"
+                    f"{_replicated_words(judged) if judged.fresh else ''}; {why})")
+    return {"better": "the shape adds to the scale", "worse": "the shape costs return"}.get(
+        verdict, "the shape's own contribution is not resolved")
 
 
 def _replicated_words(comparison) -> str:

@@ -12,7 +12,7 @@ from purerl_lab.studies.value_loss import published
 from purerl_lab.studies.value_loss import replicated
 from purerl_lab.studies.value_loss.record import TUNING, TUNING_5X
 from purerl_lab.studies.value_loss.findings import (against_tuned, es_seed_shapes, evolution_lines, judge, paired_of,
-                                                paired_table, paired_words, shape_tables)
+                                                paired_table, paired_words, shape_tables, shape_words)
 
 SETTING_TITLES = dict(published.TITLES)  # what `results --check --mark` finds
 
@@ -97,23 +97,26 @@ def _interpretation(record: dict) -> str:
         return rows["verdict_vs_l2"] == "better" and rows["verdict_vs_clipped_l2"] == "better"
 
     success, fresh = met(held), held.get("fresh_training_budget")
-    lead = ("The success criterion is not met" if not success else
-            "The success criterion is met on the study's seeds; its replication has not run" if fresh is None else
-            "**The success criterion is met, on the study's seeds and on fresh ones**" if met(fresh) else
-            "The success criterion is met on the study's seeds but not on fresh ones (not replicated)")
+    lead = ("not ahead of both on the study's seeds" if not success else
+            "ahead of both on the study's seeds; its replication has not run" if fresh is None else
+            "ahead of both on the study's seeds and on fresh ones" if met(fresh) else
+            "ahead of both on the study's seeds but not on fresh ones (not replicated)")
     text = [
-        f"{lead}: at the training budget the learned loss's IQM {_ci(learned)} "
+        f"Against the baselines PPO ships with, L2 and clipped L2 at vf_coef 0.5 (neither tuned), the learned loss is "
+        f"{lead}: at the training budget its IQM {_ci(learned)} "
         + ("lies entirely above" if success else "does not lie entirely above")
-        + f" both L2 {_ci(held['l2'])} and clipped L2 {_ci(held['clipped_l2'])}"
-        + ("." if fresh is None else f"; on fresh seeds {_ci(fresh['learned'])} against {_ci(fresh['l2'])} and "
-                                     f"{_ci(fresh['clipped_l2'])}.")]
+        + f" both L2's {_ci(held['l2'])} and clipped L2's {_ci(held['clipped_l2'])}"
+        + ("" if fresh is None else f"; on fresh seeds {_ci(fresh['learned'])} against {_ci(fresh['l2'])} and "
+                                    f"{_ci(fresh['clipped_l2'])}")
+        + (". Whether it beats L2 with a tuned vf_coef is the summary's primary question." if success else ".")]
     if shape:
         weights = list(shape["weight_at_zero"].values())
         ratio10, ratio30 = shape["over_under_ratio"]["10"], shape["over_under_ratio"]["30"]
         frac = max(shape["nonconvex_fraction"].values())
         symmetric = 0.9 < ratio10 < 1.1
         text.append(
-            f"What evolution changed: at v = t the learned loss weighs the squared error by exp(g) = "
+            f"What evolution changed in `learned` (the selected ES seed's loss): at v = t it weighs the squared "
+            f"error by exp(g) = "
             f"{min(weights):.2f} to {max(weights):.2f} of L2 (over targets {', '.join(shape['weight_at_zero'])}); "
             + ("it is nearly symmetric" if symmetric else "it is asymmetric")
             + f": an over-estimate by 10 costs {ratio10:.2f}x an under-estimate by 10 ({ratio30:.2f}x at 30); and it is "
@@ -129,8 +132,7 @@ def _interpretation(record: dict) -> str:
         judged = judge(record, "training_budget", "learned", "scale_only", rows)
         decided = paired_of(record, "training_budget", "learned", "scale_only") or {
             "verdict": stats.iqm_verdict(rows["learned"]["auc"], scale)}  # the paired test decides where recorded
-        meaning = {"better": "the shape adds to the scale", "worse": "the shape costs return"}.get(
-            decided["verdict"], "the shape's own contribution is not resolved here")
+        meaning = shape_words(record, "learned", decided["verdict"])
         text.append(
             f"Keeping only the learned scale at v = t and dropping the shape (`learned_scale_only`) gives {_ci(scale)} "
             f"against the full learned loss's {_ci(rows['learned']['auc'])}"
@@ -216,7 +218,8 @@ def render(record: dict, artefacts: str) -> str:
     ]
     if record["shape"]:
         lines += [
-            "Shape numbers (`shape` in value_loss.json): over/under-estimation loss ratio L(t+m)/L(t-m) at m = "
+            "Shape numbers of `learned` alone, the selected ES seed's loss (`shape` in value_loss.json; each ES "
+            "seed's asymmetry and scale are above): over/under-estimation loss ratio L(t+m)/L(t-m) at m = "
             + ", ".join(f"{m}: {r:.2f}" for m, r in record["shape"]["over_under_ratio"].items())
             + "; share of errors with negative curvature per target: "
             + ", ".join(f"t={t}: {f:.2f}" for t, f in record["shape"]["nonconvex_fraction"].items()) + ".",

@@ -27,11 +27,18 @@ def row_of(name: str, other: str) -> str:
 def baseline_words(record: dict, other: str) -> str:
     tuned = {"tuned_l2": record.get("tuned_l2"), "tuned_l2_5x": record.get("tuned_l2_5x")}.get(other)
     if other == "tuned_l2":
-        return f"L2 with vf_coef tuned beforehand ({tuned['vf_coef']:g})" if tuned else "tuned L2"
+        return f"L2 with vf_coef tuned beforehand ({tuned_value(tuned)})" if tuned else "tuned L2"
     if other == "tuned_l2_5x":
-        return f"L2 with vf_coef tuned at 5x the budget ({tuned['vf_coef']:g})" if tuned else "L2 tuned at 5x"
+        return f"L2 with vf_coef tuned at 5x the budget ({tuned_value(tuned)})" if tuned else "L2 tuned at 5x"
     return {"l2": "L2 at PPO's vf_coef 0.5", "clipped_l2": "clipped L2",
             "scale_only": "its own scale alone (L2 at its curvature at v = t)"}.get(other, f"`{other}`")
+
+
+def tuned_value(tuned: dict) -> str:
+    """The chosen value coefficient, and where it is the grid's first or last, so: a baseline tuned only as far as
+    its grid reaches."""
+    edge = {tuned["grid"][0]: ", the grid's smallest", tuned["grid"][-1]: ", the grid's largest"}
+    return f"{tuned['vf_coef']:g}{edge.get(tuned['vf_coef'], '')}"
 
 
 def comparisons(record: dict) -> list[replication.Comparison]:
@@ -61,9 +68,6 @@ def headline(record: dict) -> list[str]:
         return []
     by_key = {c.key: c for c in judged}
     primary = by_key.get(PRIMARY)
-    others = [c for c in judged if not c.primary]
-    held = [c for c in others if replication.bold(c)]
-    pending = sum(c.verdict == "replication pending" for c in others)
     sentence = []
     if primary is not None:
         answer = {"better": "yes, and it replicates", "worse": "no: it is worse, on both seed sets",
@@ -72,8 +76,5 @@ def headline(record: dict) -> list[str]:
                   "replication pending": "so the study's seeds say; their replication has not run yet"}[primary.verdict]
         sentence.append(f"Does the evolved value loss beat L2 with a tuned value coefficient? {answer[0].upper()}"
                         f"{answer[1:]}.")
-    sentence.append(f"Of the other {len(others)} comparisons, {len(held)} replicate"
-                    + (": " + "; ".join(f"{c.question[:-1]} ({c.verdict})" for c in held) if held else "")
-                    + (f"; {pending} more hold on the study's seeds and wait for their replication" if pending else "")
-                    + ".")
+    sentence.append(replication.others_sentence([c for c in judged if not c.primary]))
     return replication.summary(judged, [key for key in QUESTIONS if key in by_key], [" ".join(sentence)])

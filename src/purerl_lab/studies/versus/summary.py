@@ -53,5 +53,16 @@ def lines(records: list[dict], fresh: dict[str, dict]) -> list[str]:
              "Each row: the mean over seeds of the per-seed difference in evaluated return (the mean over a seed's "
              "evaluation episodes), the algorithm minus PPO, on the same seeds and the same evaluation episodes. "
              "The sections below give each mark's own test (the IQMs' 95% CIs apart), uncorrected for the family.",
+             *map(presets_sentence, records),
              replication.pending(provenance.STUDIES["offpolicy"], [r["env"] for r in records if r["env"] not in fresh])]
     return replication.summary(judged, [c.key for c in judged], [w for w in words if w])
+
+
+def presets_sentence(record: dict) -> str:
+    """What a verdict compares: each algorithm's registered preset as a user gets it, at this budget, with how many
+    updates that gives each; neither preset was tuned for the env or the budget, so not the algorithms at their best."""
+    runs = ", ".join(f"{a['title']} at preset `{a['preset']}` makes {a['num_updates']:,} updates"
+                     for a in record["algorithms"].values())
+    return (f"On {record['env']}, in {record['env_steps_per_run']:,} env steps per run, {runs}. Neither preset is "
+            "tuned for this env or budget (each preset's description in the env's section below says what it was "
+            "made for), so a verdict compares the presets as a user gets them here, not the algorithms at their best.")
