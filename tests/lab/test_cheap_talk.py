@@ -237,7 +237,7 @@ def test_no_act_verdict_from_fewer_victims_than_the_env_needs_and_one_above_wher
         "- anti vs random adversary: not distinguishable at this budget"]
     assert act_cli._verdicts(_rows(32, **apart), pairs, "CartPole-v1") == [  # CartPole's verdicts rest on 32
         "- anti vs random adversary: lower (CIs do not overlap)"]
-    assert act_cli._verdicts(_rows(16, **apart), pairs, "CartPole-v1")[0].startswith("- No verdicts: 16 fresh")
+    assert act_cli._verdicts(_rows(16, **apart), pairs, "CartPole-v1")[0].startswith("- No verdicts: 16 held-out")
     test_time = dict(joint=(150.0, 160.0), silent=(90.0, 110.0))
     assert "not judged. No verdicts: 16 held-out victims" in act_cli._backdoor_verdict(
         _rows(16, **test_time), ["joint"], ["silent"], "CartPole-v1")
