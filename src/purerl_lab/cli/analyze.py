@@ -30,9 +30,10 @@ def add_analyze(sub) -> None:
                          "with --tuned-l2); the others are kept from the report's JSON, all of them only beside the "
                          "same tuned L2")
     analyze.add_argument("--tuned-l2", action="store_true",
-                         help="value-loss: first grid L2's vf_coef (8 values, 1/128 to 1) on the evolutions' own training "
-                         "runs and budget, and add the best as the baseline tuned_l2; and again at 5x the budget (16 "
-                         "runs each, or --tune-runs if fewer), tuned_l2_5x, the 5x stages' baseline")
+                         help="value-loss: first grid L2's vf_coef (8 values, 1/128 to 1, extended a factor 2 at a "
+                         "time, up to 3 more, past an edge where the best lies) on the evolutions' own training runs "
+                         "and budget, and add the best as the baseline tuned_l2; and again at 5x the budget (16 runs "
+                         "each, or --tune-runs if fewer), tuned_l2_5x, the 5x stages' baseline")
     analyze.add_argument("--tune-runs", type=positive(integer),
                          help="value-loss, with --tuned-l2: training runs per vf_coef (default 128), the first of those "
                          "the evolutions' fitness trained on")

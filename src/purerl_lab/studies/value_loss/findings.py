@@ -69,19 +69,30 @@ def evolution_lines(record: dict, artefacts: str) -> list[str]:
             f"- **Tuned L2** (`tuned_l2`): L2 at the value coefficient with the highest mean fitness over "
             f"{tuned['runs']} training runs of {tuned['total_timesteps']:,} env steps on the keys the evolutions' "
             f"fitness trained on (ES seeds {', '.join(map(str, tuned['es_seeds']))}, generation by generation; no "
-            f"held-out seed), chosen before any held-out run from vf_coef = {', '.join(f'{c:g}' for c in tuned['grid'])}: "
-            f"**{tuned['vf_coef']:g}** (PPO's default is 0.5). Mean fitness per coefficient: "
+            f"held-out seed), chosen before any held-out run from vf_coef = {', '.join(f'{c:g}' for c in tuned['grid'])}"
+            f"{_extended(tuned)}: **{tuned['vf_coef']:g}**{_edge(tuned)} (PPO's default is 0.5). Mean fitness per "
+            "coefficient: "
             + ", ".join(f"{c:g}: {m:.1f}" for c, m in zip(tuned["grid"], tuned["mean_fitness"])) + ".")
     again = record.get("tuned_l2_5x")
     if again:
-        edge = (" (the grid's edge: a larger one might do better still)"
-                if again["vf_coef"] in (again["grid"][0], again["grid"][-1]) else "")
         lines.append(
             f"- **L2 tuned at 5x the budget** (`tuned_l2_5x`, the 5x stages' baseline): the same grid on the first "
-            f"{again['runs']} of those keys at {again['total_timesteps']:,} env steps: **{again['vf_coef']:g}**{edge}. "
-            "Mean fitness per coefficient: "
+            f"{again['runs']} of those keys at {again['total_timesteps']:,} env steps{_extended(again)}: "
+            f"**{again['vf_coef']:g}**{_edge(again)}. Mean fitness per coefficient: "
             + ", ".join(f"{c:g}: {m:.1f}" for c, m in zip(again["grid"], again["mean_fitness"])) + ".")
     return lines
+
+
+def _extended(tuned: dict) -> str:
+    """How far a tuning's grid grew past the one asked for, where its best lay at an edge ('' where it did not)."""
+    added = [c for c in tuned["grid"] if c not in tuned.get("start_grid", tuned["grid"])]
+    return (f", extended past its edge, where the best lay, to {', '.join(f'{c:g}' for c in added)} (a factor 2 at "
+            "a time, until the best lies inside or three were added)" if added else "")
+
+
+def _edge(tuned: dict) -> str:
+    edge = {"smallest": "smaller", "largest": "larger"}.get(replicated.grid_edge(tuned))
+    return f" (the {replicated.grid_edge(tuned)} tried: a {edge} one might do better still)" if edge else ""
 
 
 def _evolution(record: dict, task: dict, seeds: dict, selected: str, name: str, form: str, artefacts: str) -> list[str]:

@@ -99,7 +99,9 @@ def value_loss_part(fp: Fingerprint, command: str, part: str | None = None) -> N
         fp.program("replication member keys", fresh.keys)
     if args.tuned_l2 and published.REPLICATIONS.get(part, part) == "5x_budget":  # beside L2 tuned at 5x
         runs_5x = min(args.tune_runs or tuning.RUNS, value_loss_record.TUNE_RUNS_5X)
-        fp.input("tuning at 5x", {"grid": list(tuning.GRID), "runs": runs_5x})
+        # its best lay at the grid's edge, so the extension past it made this baseline (the 100k tuning's did not)
+        fp.input("tuning at 5x", {"grid": list(tuning.GRID), "runs": runs_5x, "extend": tuning.EXTEND})
+        fp.probe("tuning extension at 5x", _tuning_extension)
         fp.probe("tuning keys at 5x", tuning.tuning_keys, [e["config"]["es"] for e in evolutions.values()], runs_5x)
     host_common(fp)
 
@@ -125,3 +127,14 @@ def _tuning_fitness(count: int) -> np.ndarray:
 def _curves() -> list[np.ndarray]:
     rng = np.random.default_rng(11)
     return [np.where(rng.random((n, 12)) < 0.3, np.nan, rng.normal(80.0, 40.0, (n, 12))) for n in (8, 50)]
+
+
+def _tuning_extension() -> list:
+    """The coefficients an extended tuning tries, on fixed fitness rising towards each edge and peaking inside."""
+    from purerl_lab.studies.value_loss import tuning
+
+    def rising(grid, peak):
+        return np.asarray([[-abs(np.log2(c / peak))] * 3 for c in grid])
+
+    return [tuning.extend_past_edges(tuning.GRID, lambda grid, peak=peak: rising(grid, peak), tuning.EXTEND)
+            for peak in (0.001, 0.1, 2.0, 64.0)]

@@ -102,13 +102,14 @@ def _interpretation(record: dict) -> str:
             "ahead of both on the study's seeds and on fresh ones" if met(fresh) else
             "ahead of both on the study's seeds but not on fresh ones (not replicated)")
     text = [
-        f"Against the baselines PPO ships with, L2 and clipped L2 at vf_coef 0.5 (neither tuned), the learned loss is "
+        f"Against the baselines as PPO ships them, L2 and clipped L2 at its default vf_coef 0.5, the learned loss is "
         f"{lead}: at the training budget its IQM {_ci(learned)} "
         + ("lies entirely above" if success else "does not lie entirely above")
         + f" both L2's {_ci(held['l2'])} and clipped L2's {_ci(held['clipped_l2'])}"
         + ("" if fresh is None else f"; on fresh seeds {_ci(fresh['learned'])} against {_ci(fresh['l2'])} and "
                                     f"{_ci(fresh['clipped_l2'])}")
-        + (". Whether it beats L2 with a tuned vf_coef is the summary's primary question." if success else ".")]
+        + (". Whether it beats L2 with a tuned vf_coef is the summary's primary question."
+           if success and record.get("tuned_l2") else ".")]
     if shape:
         weights = list(shape["weight_at_zero"].values())
         ratio10, ratio30 = shape["over_under_ratio"]["10"], shape["over_under_ratio"]["30"]

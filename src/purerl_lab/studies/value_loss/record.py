@@ -63,19 +63,25 @@ def previous_stages(report: Path, selected: dict[str, str], stages: tuple[str, .
 TUNING_DESIGN = ("grid", "runs", "es_seeds", "total_timesteps")  # what a tuning trains: the keys come from the ES seeds
 
 
+def _design_of(tuned: dict) -> list:
+    """A recorded tuning's design: the grid it was asked for (`start_grid`; an older record's grid was never
+    extended), its runs, keys and budget."""
+    return [tuned.get("start_grid", tuned.get("grid")), *(tuned.get(key) for key in TUNING_DESIGN[1:])]
+
+
 def kept_tuning(previous: dict | None, design: dict | None, stages: tuple[str, ...], stage: str = TUNING) -> dict | None:
     """The recorded tuning where this run tunes the same `design` (`TUNING_DESIGN`) and does not measure its `stage`
     again (a full regeneration does: the choice is a measurement of the code that makes it, like every stage)."""
     if previous is None or design is None or stage in stages:
         return None
-    return previous if all(previous.get(key) == design[key] for key in TUNING_DESIGN) else None
+    return previous if _design_of(previous) == [design[key] for key in TUNING_DESIGN] else None
 
 
 def same_tuned_l2(a: dict | None, b: dict | None) -> bool:
     """Whether two tunings give the same `tuned_l2` baseline (the same design and coefficient chosen), so stages
     measured beside one can stand beside the other; no tuning on either side is the same only as none."""
     def baseline(tuned):
-        return tuned and [tuned.get(key) for key in (*TUNING_DESIGN, "vf_coef")]
+        return tuned and [*_design_of(tuned), tuned.get("vf_coef")]
 
     return baseline(a) == baseline(b)
 

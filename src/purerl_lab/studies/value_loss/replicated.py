@@ -34,11 +34,16 @@ def baseline_words(record: dict, other: str) -> str:
             "scale_only": "its own scale alone (L2 at its curvature at v = t)"}.get(other, f"`{other}`")
 
 
+def grid_edge(tuned: dict) -> str | None:
+    """'smallest' or 'largest' where a tuning chose the first or last coefficient it tried (a baseline tuned only
+    as far as its grid reaches), else None."""
+    return {tuned["grid"][0]: "smallest", tuned["grid"][-1]: "largest"}.get(tuned["vf_coef"])
+
+
 def tuned_value(tuned: dict) -> str:
-    """The chosen value coefficient, and where it is the grid's first or last, so: a baseline tuned only as far as
-    its grid reaches."""
-    edge = {tuned["grid"][0]: ", the grid's smallest", tuned["grid"][-1]: ", the grid's largest"}
-    return f"{tuned['vf_coef']:g}{edge.get(tuned['vf_coef'], '')}"
+    """The chosen value coefficient, and whether it is at the edge of the coefficients tried."""
+    edge = grid_edge(tuned)
+    return f"{tuned['vf_coef']:g}" + (f", the grid's {edge}" if edge else "")
 
 
 def comparisons(record: dict) -> list[replication.Comparison]:
