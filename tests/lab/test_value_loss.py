@@ -482,3 +482,22 @@ def test_a_report_states_the_evolution_budget_of_its_inputs_and_no_other():
     assert f"{budget:.2e} env steps per ES seed, 1/{128 * 512 * 2 * 500_000 / budget:,.0f} of the walkthrough's" in text
     assert "population 8 x 3 rollouts x 2 generations" in text
     assert "32 x 40" not in text and "5.1e8" not in text and "5.12e+08" not in text
+
+
+def test_the_report_renders_again_after_a_regeneration_and_after_a_render(tmp_path):
+    """A regeneration leaves no `rendered` facts in the manifest (its command wrote the whole document); rendering
+    its words again then writes the regeneration's own header, and after `results --render` names that render."""
+    results = Path(__file__).resolve().parents[2] / "docs" / "results"
+    for name in ("value_loss.json", provenance.MANIFEST):
+        (tmp_path / name).write_text((results / name).read_text())
+    manifest = json.loads((tmp_path / provenance.MANIFEST).read_text())
+    manifest["value_loss.md"].pop("rendered", None)
+    (tmp_path / provenance.MANIFEST).write_text(json.dumps(manifest))
+    text = markdown.rerender(tmp_path / "value_loss.md").read_text()
+    assert text.startswith("# Evolved value losses") and "Its text was last rendered" not in text
+    assert "rendered" not in json.loads((tmp_path / "value_loss.json").read_text())
+    manifest["value_loss.md"]["rendered"] = {"command": "purerl results --render value_loss.md", "commit": "c0ffee",
+                                             "date": "2026-12-07 00:00 UTC"}
+    (tmp_path / provenance.MANIFEST).write_text(json.dumps(manifest))
+    again = markdown.rerender(tmp_path / "value_loss.md").read_text()
+    assert "`purerl results --render value_loss.md` at commit `c0ffee` (2026-12-07 00:00 UTC)" in again

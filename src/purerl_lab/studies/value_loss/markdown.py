@@ -242,11 +242,15 @@ def _provenance(record: dict) -> list[str]:
 
 def rerender(report: Path) -> Path:
     """The report again from value_loss.json beside it, which gains the manifest's `rendered` facts
-    (`purerl results --render`); a regeneration (`report.analyze`) writes a record without them."""
+    (`purerl results --render`); a regeneration (`report.analyze`) writes a record without them, and the manifest
+    has none until the next render, so that the report again is the regeneration's own."""
     report = Path(report)
     data = report.with_suffix(".json")
     record = files.read_json(data, "a value-loss record")
-    record["rendered"] = provenance.read_manifest(report.parent)[report.name]["rendered"]
+    record.pop("rendered", None)
+    rendered = provenance.read_manifest(report.parent)[report.name].get("rendered")
+    if rendered:
+        record["rendered"] = rendered
     files.write_atomic(data, json.dumps(record, indent=2))
     files.write_atomic(report, render(record, report.stem))
     return report
