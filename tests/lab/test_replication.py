@@ -83,7 +83,8 @@ def test_a_verdict_both_seed_sets_give_is_bold_and_answers_the_headline():
     scale = by_key[("training_budget", "learned", "scale_only")]
     assert scale.study["verdict"] == "better" and scale.adjusted_p >= 0.05 and scale.verdict == "not resolved"
     assert "the shape adds to the scale" not in text  # the prose says what the family says, not the lone CI
-    assert f"the shape's own contribution is not resolved (Holm p {scale.adjusted_p:.3g}" in text
+    assert (f"the shape's own contribution is not resolved (its paired CI is clear of 0 uncorrected, but Holm p "
+            f"{scale.adjusted_p:.3g} over the family's 27; fresh seeds: ") in text
     # a setting without its replication yet waits for it
     del record["all_candidates"]["fresh_2x_budget"]
     record["paired"] = value_loss_record.paired(record["all_candidates"], ["learned", "learned_mlp"])
@@ -102,11 +103,12 @@ def test_judge_corrects_every_comparison_but_the_primary():
     assert lines[0] == replication.START and lines[-2] == replication.END
     assert replication.after_summary(["# T", "", *lines, "text"], 2) == 2 + len(lines)
     # the rows asked for first; every other comparison of the family after the rule, folded, with its numbers
-    folded = lines.index("<details><summary>The other 2 comparisons of the family</summary>")
+    folded = lines.index("<details><summary>The family's 2 comparisons not in the table above</summary>")
     assert [line[:6] for line in lines[:folded] if line.startswith("| ") and "?" in line] == ["| **Pr", "| q0? "]
     assert [line[:6] for line in lines[folded:] if line.startswith("| ") and "?" in line] == ["| q1? ", "| q2? "]
     assert "after a Holm-Bonferroni correction over these 3" in "\n".join(lines)
     assert replication.others_sentence(judged[1:]) == "Of the other 3 comparisons, 0 replicate."
+    assert "no Holm p below 0.0006 here" in "\n".join(lines)  # 3 x 2e-4, the bootstrap's floor
 
 
 def _document(name: str) -> list[str]:

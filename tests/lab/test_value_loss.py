@@ -250,8 +250,9 @@ def test_a_record_before_tuning_renders_without_the_new_sections_and_an_extended
     extended["paired"] = record.paired(extended["all_candidates"], ["learned"])
     text = markdown.render(extended, "value_loss")
     # one seed set: no bold verdict until the fresh seeds replicate it (tests/lab/test_replication.py)
-    assert ("On the study's seeds `learned` beats L2 with a tuned value coefficient; the replication on fresh seeds "
-            "has not run (vf_coef 0.0625") in text
+    assert ("On the study's seeds `learned` beats L2 with a tuned value coefficient (vf_coef 0.0625, chosen on the "
+            "evolutions' training runs) (the replication on fresh seeds has not run), on 256 held-out seeds at the "
+            "training budget") in text
     assert "each learned loss against tuned L2: `learned` better by both tests (IQM " in text
     assert "| CartPole-v1, training budget | 256 | " in text and "+10.0 [+10.0, +10.0]" in text
     assert "**+10.0 [+10.0, +10.0]**" not in text and "| replication pending |" in text

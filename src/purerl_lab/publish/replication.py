@@ -18,6 +18,7 @@ from purerl.checks import ConfigError
 from purerl_lab.publish import catalog, provenance
 
 FRESH_SEED_START = 70_000  # a replication's first seed: past every seed a study of ours trains or evaluates on
+FLOOR = 2 / 10_001  # the smallest `stats.paired_p_value` at its default 10,000 resamples
 START, END = "<!-- summary: the document's answers -->", "<!-- /summary -->"
 WORDS = {"better": "**yes, replicated**", "worse": "**the opposite, replicated**",
          "not replicated": "not replicated", "not resolved": "not resolved", "replication pending": "replication pending"}
@@ -73,7 +74,7 @@ def summary(comparisons: list[Comparison], rows: list[tuple], words: list[str] =
     lines = [START, *_table([by_key[key] for key in shown], no_fresh), ""]
     lines += [line for paragraph in (*words, rule(comparisons)) for line in (paragraph, "")]
     if rest:
-        lines += [f"<details><summary>The other {len(rest)} comparisons of the family</summary>", "",
+        lines += [f"<details><summary>The family's {len(rest)} comparisons not in the table above</summary>", "",
                   *_table(rest, no_fresh), "", "</details>", ""]
     return lines + [END, ""]
 
@@ -128,10 +129,11 @@ def others_sentence(others: list[Comparison], named: int = 4) -> str:
     (more would bury the headline: the tables say which), and how many wait for fresh seeds."""
     held = [f"{c.question.rstrip('?')} ({c.verdict})" for c in others if bold(c)]
     waiting = sum(c.verdict == "replication pending" for c in others)
-    return (f"Of the other {len(others)} comparisons, {len(held)} replicate"
+    return (f"Of the other {len(others)} comparisons, "
+            + (f"{len(held)} replicate" if held or not waiting else "none has replicated yet")
             + (f": {'; '.join(held)}" if held and len(held) <= named else "")
-            + (f"; {waiting} more hold on the study's seeds, Holm-corrected, and wait for their replication"
-               if waiting else "") + ".")
+            + (f"; {waiting} {'more ' if held else ''}hold on the study's seeds, Holm-corrected, and wait for their "
+               "replication" if waiting else "") + ".")
 
 
 FLAG, PREFIX = catalog.FRESH, catalog.FRESH_PART  # a replication: the study's command with FLAG, part PREFIX+PART
@@ -180,7 +182,8 @@ def pending(study, parts: list[str]) -> str:
 def rule(comparisons: list[Comparison]) -> str:
     """The rule in words, with the family's size."""
     others = sum(not c.primary for c in comparisons)
-    corrected = (f", each of the other {others} by its p-value (a percentile bootstrap of the paired mean) below 0.05 "
+    corrected = (f", each of the other {others} by its p-value (from a percentile bootstrap of the paired mean, "
+                 f"10,000 resamples: none below {FLOOR:.0e}, so no Holm p below {others * FLOOR:.2g} here) below 0.05 "
                  f"after a Holm-Bonferroni correction over these {others}" if others else "")
     return (f"A verdict (bold) holds on the study's seeds and again on disjoint fresh seeds, run by the same command: "
             f"the primary comparison by its paired 95% CI{corrected}, and on the fresh seeds by a paired 95% CI "

@@ -194,7 +194,8 @@ def evaluate_train_time(run_dirs: dict[str, Path], env_name: str, plots_dir: Pat
     plots_dir.mkdir(parents=True, exist_ok=True)
     json_name, png_name = train_time_files(env_name, fresh)
     results.plot_labelled_curves(plots_dir, curves, victim_of(env_name).config.batch_size,
-                                 f"{env_name} victims under cheap talk ({n} fresh seeds)", png_name)
+                                 f"{env_name} victims under cheap talk ({n} {'fresh' if fresh else 'held-out'} "
+                                 "victim seeds)", png_name)
     report = {"env": env_name, **({"fresh_seeds": True} if fresh else {}), "seeds": seeds,
               "mean_return_over_training": rows, "runs": {label: provenance.record_path(d, runs_dir) for label, d in run_dirs.items()}}
     files.write_atomic(plots_dir / json_name, json.dumps(report, indent=2))

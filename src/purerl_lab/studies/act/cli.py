@@ -168,7 +168,8 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
                      f"Victim mean episode return over its whole training, {len(r['seeds'])} held-out victim seeds.",
                      "", *_table("adversary", rows), "", *_verdicts(rows, pairs[name], r["env"]),
                      "", f"![train-time on {r['env']}]({plots_dir.name}/{train_png.name})", "",
-                     *([f"![train-time on {r['env']}, fresh seeds]({plots_dir.name}/{fresh_png.name})", ""]
+                     *([f"The replication's victims (fresh seeds, from PRNGKey({replication.FRESH_SEED_START})):", "",
+                        f"![train-time on {r['env']}, fresh seeds]({plots_dir.name}/{fresh_png.name})", ""]
                        if fresh_png.exists() else [])]
     test_json = plots_dir / "test_time.json"
     if test_json.exists():

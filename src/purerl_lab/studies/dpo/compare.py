@@ -162,10 +162,11 @@ def write_report(results_dir: Path, report: Path, title: str) -> Path:
     else:
         lines += ["LPO has no column: no LPO drift evolved at a stated budget is committed yet, and a drift from "
                   "an unrecorded run is not a reproducible result.", ""]
-    for r in records:  # each env's curves, then its replication's where that has run
+    for r in records:  # each env's curves, then its replication's where that has run, a figure a paragraph
         again = files.slug(replication.fresh_part(r["env"]))
-        lines += [f"![{r['env']}]({results_dir.name}/{files.slug(r['env'])}.png)"] + (
-            [f"![{r['env']}, fresh seeds]({results_dir.name}/{again}.png)"]
+        lines += [f"![{r['env']}]({results_dir.name}/{files.slug(r['env'])}.png)", ""] + (
+            [f"{r['env']} again on fresh seeds (from PRNGKey({replication.FRESH_SEED_START})):", "",
+             f"![{r['env']}, fresh seeds]({results_dir.name}/{again}.png)", ""]
             if (Path(results_dir) / f"{again}.png").exists() else [])
     lines += ["", *document.footer(report, "dpo")]
     report = Path(report)

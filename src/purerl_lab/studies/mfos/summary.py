@@ -85,7 +85,7 @@ def coin_lines(record: dict, fresh: dict | None = None) -> list[str]:
     """mfos_coin.md's summary block: the primary comparison first, then the changes over training; the headline,
     the test, and the replication's command until it has run."""
     judged = coin_comparisons(record, fresh)
-    words = [replication.headline(judged, "Does M-FOS come out ahead of the PPO learner it shapes in the coin game "
+    words = [replication.headline(judged, "Does M-FOS come out ahead of the PPO learner it plays in the coin game "
                                   "(the question named in advance)?", {"better": "M-FOS ahead", "worse": "the learner ahead"}),
              "Each row is paired within a seed: the primary row, a seed's M-FOS reward per step minus its learner's, "
              "both over the last 10% of its training meta-episodes; the others, a seed's number over those "

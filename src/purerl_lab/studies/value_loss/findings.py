@@ -162,13 +162,14 @@ def against_tuned(record: dict) -> list[str]:
     judged = "; ".join(f"`{name}` {_both(record, name, 'tuned_l2')}" + _replicated_words(verdicts[name])
                        for name in rows)
     waiting = [f"`{name}`" for name, c in verdicts.items() if c and c.verdict == "replication pending"]
-    text = [(f"**Yes: {', '.join(held)} {'beats' if len(held) == 1 else 'beat'} L2 with a tuned value coefficient, "
-             "on the study's seeds and on fresh ones**" if held else
-             f"On the study's seeds {', '.join(waiting)} {'beats' if len(waiting) == 1 else 'beat'} L2 with a tuned "
-             "value coefficient; the replication on fresh seeds has not run" if waiting else
-             "No learned loss beats L2 with a tuned value coefficient on both seed sets")
-            + f" (vf_coef {tuned['vf_coef']:g}, chosen on the evolutions' training runs) at the training budget, on {n} "
-            f"held-out seeds, each learned loss against tuned L2: {judged}."]
+    baseline = (f"L2 with a tuned value coefficient (vf_coef {tuned['vf_coef']:g}, chosen on the evolutions' training "
+                "runs)")
+    text = [(f"**Yes: {', '.join(held)} {'beats' if len(held) == 1 else 'beat'} {baseline}, on the study's seeds and "
+             "on fresh ones**" if held else
+             f"On the study's seeds {', '.join(waiting)} {'beats' if len(waiting) == 1 else 'beat'} {baseline} (the "
+             "replication on fresh seeds has not run)" if waiting else
+             f"No learned loss beats {baseline} on both seed sets")
+            + f", on {n} held-out seeds at the training budget, each learned loss against tuned L2: {judged}."]
     for form, entry in record["forms"].items():
         name, shape = entry["learned"], entry["loss_shape"]["summary"]
         scale_only = paired[name].get("scale_only") if name in paired else None
@@ -195,10 +196,13 @@ def shape_words(record: dict, name: str, verdict: str) -> str:
         if replication.bold(judged):
             verdict = judged.verdict
         else:
-            why = {"not replicated": "its fresh seeds do not give it", "replication pending": "its fresh seeds have "
-                   "not run"}.get(judged.verdict, "not after the correction for the document's many comparisons")
-            return (f"the shape's own contribution is not resolved (Holm p {judged.adjusted_p:.3g}"
-                    f"{_replicated_words(judged) if judged.fresh else ''}; {why})")
+            size = sum(not c.primary for c in family.values())
+            study = ("its paired CI is clear of 0 uncorrected, but" if judged.study["verdict"] != "not distinguishable"
+                     else "its paired CI includes 0;")
+            fresh = (f"; fresh seeds: {stats.describe_paired(judged.fresh)}" if judged.fresh is not None
+                     else "; its fresh seeds have not run")
+            return (f"the shape's own contribution is {judged.verdict} ({study} Holm p {judged.adjusted_p:.3g} over "
+                    f"the family's {size}{fresh})")
     return {"better": "the shape adds to the scale", "worse": "the shape costs return"}.get(
         verdict, "the shape's own contribution is not resolved")
 

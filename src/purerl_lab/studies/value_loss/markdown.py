@@ -102,8 +102,9 @@ def _interpretation(record: dict) -> str:
             "ahead of both on the study's seeds and on fresh ones" if met(fresh) else
             "ahead of both on the study's seeds but not on fresh ones (not replicated)")
     text = [
-        f"Against the baselines as PPO ships them, L2 and clipped L2 at its default vf_coef 0.5, the learned loss is "
-        f"{lead}: at the training budget its IQM {_ci(learned)} "
+        f"On CartPole-v1 at the training budget, against the baselines as PPO ships them, L2 and clipped L2 at its "
+        f"default vf_coef 0.5, the learned loss is "
+        f"{lead}: its IQM {_ci(learned)} "
         + ("lies entirely above" if success else "does not lie entirely above")
         + f" both L2's {_ci(held['l2'])} and clipped L2's {_ci(held['clipped_l2'])}"
         + ("" if fresh is None else f"; on fresh seeds {_ci(fresh['learned'])} against {_ci(fresh['l2'])} and "
@@ -127,7 +128,8 @@ def _interpretation(record: dict) -> str:
     seeds = es_seed_shapes(record)
     if seeds:
         text.append(seeds)
-    if "learned_scale_only" in record["all_candidates"].get("training_budget", {}):
+    if "learned_scale_only" in record["all_candidates"].get("training_budget", {}) and not record.get("forms"):
+        # (a record with loss forms says this in each form's paragraph, `findings.against_tuned`)
         rows = record["all_candidates"]["training_budget"]
         scale = rows["learned_scale_only"]["auc"]
         judged = judge(record, "training_budget", "learned", "scale_only", rows)

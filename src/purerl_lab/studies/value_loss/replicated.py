@@ -76,7 +76,7 @@ def headline(record: dict) -> list[str]:
     sentence = []
     if primary is not None:
         answer = {"better": "yes, and it replicates", "worse": "no: it is worse, on both seed sets",
-                  "not replicated": "not on fresh seeds: the study's seeds said so, the fresh ones do not",
+                  "not replicated": "not on fresh seeds: the study's seeds say so, the fresh ones do not",
                   "not resolved": "not resolved on the study's seeds",
                   "replication pending": "so the study's seeds say; their replication has not run yet"}[primary.verdict]
         sentence.append(f"Does the evolved value loss beat L2 with a tuned value coefficient? {answer[0].upper()}"

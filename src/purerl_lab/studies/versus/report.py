@@ -116,9 +116,8 @@ def _design() -> list[str]:
         "Design. Each algorithm trains at its own registered preset for the env's family, as `purerl train "
         "--algo ALGO --env ENV` chooses it, with only the budget given: the same seeds and the same env steps per "
         f"run. The updates differ in size, so the runs are compared at the same env steps, at {marks} of the budget, "
-        "each a whole number of every algorithm's updates. Neither preset is tuned for this env or budget (where "
-        "each comes from is in the differences below): a verdict compares the presets as a user gets them at this "
-        "budget, not each algorithm at its best.",
+        "each a whole number of every algorithm's updates (what a verdict compares: the summary's presets "
+        "sentence).",
         "",
         "At each mark every seed's policy is evaluated on fresh episodes that run to the env's time limit: greedy "
         "(its most likely action: the mean, through tanh for SAC, or the argmax; TD3's actor without noise) and "

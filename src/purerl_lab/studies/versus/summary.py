@@ -64,5 +64,6 @@ def presets_sentence(record: dict) -> str:
     runs = ", ".join(f"{a['title']} at preset `{a['preset']}` makes {a['num_updates']:,} updates"
                      for a in record["algorithms"].values())
     return (f"On {record['env']}, in {record['env_steps_per_run']:,} env steps per run, {runs}. Neither preset is "
-            "tuned for this env or budget (each preset's description in the env's section below says what it was "
-            "made for), so a verdict compares the presets as a user gets them here, not the algorithms at their best.")
+            "tuned for this env or budget (what each was made for: its description in the env's section below; "
+            "where it comes from: the differences from the authors' code), so a verdict compares the presets as a "
+            "user gets them here, not the algorithms at their best.")
