@@ -54,7 +54,7 @@ def lines(record: dict, fresh: dict | None = None) -> list[str]:
     return replication.summary(judged, [c.key for c in judged], [w for w in words if w])
 
 
-# mfos_coin.md's question, named before any fresh seed ran: does M-FOS come out ahead of the PPO learner it shapes,
+# mfos_coin.md's question, named before any fresh seed ran: does M-FOS come out ahead of the PPO learner it plays,
 # the same test as the matrix games'? The family beside it: how each logged number changed over training.
 COIN_PRIMARY = ("coin", "ahead")
 
