@@ -91,8 +91,9 @@ def _extended(tuned: dict) -> str:
 
 
 def _edge(tuned: dict) -> str:
-    edge = {"smallest": "smaller", "largest": "larger"}.get(replicated.grid_edge(tuned))
-    return f" (the {replicated.grid_edge(tuned)} tried: a {edge} one might do better still)" if edge else ""
+    edge = replicated.grid_edge(tuned)
+    beyond = {"smallest": "smaller", "largest": "larger"}.get(edge)
+    return f" (the {edge} tried: a {beyond} one might do better still)" if edge else ""
 
 
 def _evolution(record: dict, task: dict, seeds: dict, selected: str, name: str, form: str, artefacts: str) -> list[str]:
@@ -182,15 +183,14 @@ def against_tuned(record: dict) -> list[str]:
             f"by its own curvature at v = t it is {_number(shape['shape_distance'])} away from L2 (0 for any scaled L2)."
             + ("" if scale_only is None else
                f" The whole loss against its scale alone (`{name}_scale_only`, L2 at its curvature at v = t): "
-               + _both(record, name, "scale_only") + f": {shape_words(record, name, scale_only['verdict'])}."))
+               + _both(record, name, "scale_only") + f": {shape_words(family, name, scale_only['verdict'])}."))
     return [" ".join(text), ""]
 
 
-def shape_words(record: dict, name: str, verdict: str) -> str:
-    """What `name`'s shape adds to its scale alone at the training budget, in words: as the document's family judges
-    it (Holm-corrected, then replicated on fresh seeds) where the record has it, else by `verdict`, its paired test
-    alone (an older record's)."""
-    family = {c.key: c for c in replicated.comparisons(record)}
+def shape_words(family: dict, name: str, verdict: str) -> str:
+    """What `name`'s shape adds to its scale alone at the training budget, in words: as the document's family
+    (`replicated.comparisons` by key) judges it, Holm-corrected, then replicated on fresh seeds, where it has it, else
+    by `verdict`, its paired test alone (an older record's)."""
     judged = family.get(("training_budget", name, "scale_only"))
     if judged is not None:
         if replication.bold(judged):

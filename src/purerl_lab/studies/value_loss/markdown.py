@@ -135,7 +135,7 @@ def _interpretation(record: dict) -> str:
         judged = judge(record, "training_budget", "learned", "scale_only", rows)
         decided = paired_of(record, "training_budget", "learned", "scale_only") or {
             "verdict": stats.iqm_verdict(rows["learned"]["auc"], scale)}  # the paired test decides where recorded
-        meaning = shape_words(record, "learned", decided["verdict"])
+        meaning = shape_words({c.key: c for c in replicated.comparisons(record)}, "learned", decided["verdict"])
         text.append(
             f"Keeping only the learned scale at v = t and dropping the shape (`learned_scale_only`) gives {_ci(scale)} "
             f"against the full learned loss's {_ci(rows['learned']['auc'])}"
