@@ -108,7 +108,7 @@ def test_judge_corrects_every_comparison_but_the_primary():
     assert [line[:6] for line in lines[folded:] if line.startswith("| ") and "?" in line] == ["| q1? ", "| q2? "]
     assert "after a Holm-Bonferroni correction over these 3" in "\n".join(lines)
     assert replication.others_sentence(judged[1:]) == "Of the other 3 comparisons, 0 replicate."
-    assert "no Holm p below 0.003 here" in "\n".join(lines)  # 3 x 2 / 2001, the bootstrap's floor
+    assert "no Holm p below 0.0006 here" in "\n".join(lines)  # 3 x 2e-4, the bootstrap's floor
 
 
 def _document(name: str) -> list[str]:

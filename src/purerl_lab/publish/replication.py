@@ -18,6 +18,7 @@ from purerl.checks import ConfigError
 from purerl_lab.publish import catalog, provenance
 
 FRESH_SEED_START = 70_000  # a replication's first seed: past every seed a study of ours trains or evaluates on
+FLOOR = 2 / 10_001  # the smallest `stats.paired_p_value` at its default 10,000 resamples
 START, END = "<!-- summary: the document's answers -->", "<!-- /summary -->"
 WORDS = {"better": "**yes, replicated**", "worse": "**the opposite, replicated**",
          "not replicated": "not replicated", "not resolved": "not resolved", "replication pending": "replication pending"}
@@ -181,11 +182,9 @@ def pending(study, parts: list[str]) -> str:
 def rule(comparisons: list[Comparison]) -> str:
     """The rule in words, with the family's size."""
     others = sum(not c.primary for c in comparisons)
-    floor = stats.P_FLOOR
-    corrected = (f", each of the other {others} by its p-value (the least level at which its paired percentile-"
-                 f"bootstrap CI, 2,000 resamples, excludes 0: none below {floor:.0e}, so no Holm p below "
-                 f"{others * floor:.2g} here) below 0.05 after a Holm-Bonferroni correction over these {others}"
-                 if others else "")
+    corrected = (f", each of the other {others} by its p-value (from a percentile bootstrap of the paired mean, "
+                 f"10,000 resamples: none below {FLOOR:.0e}, so no Holm p below {others * FLOOR:.2g} here) below 0.05 "
+                 f"after a Holm-Bonferroni correction over these {others}" if others else "")
     return (f"A verdict (bold) holds on the study's seeds and again on disjoint fresh seeds, run by the same command: "
             f"the primary comparison by its paired 95% CI{corrected}, and on the fresh seeds by a paired 95% CI "
             f"clear of 0 the same way. Anything else is "
