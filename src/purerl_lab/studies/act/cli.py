@@ -185,8 +185,9 @@ def _write_report(out_md: Path, plots_dir: Path) -> None:
                      f"Goal return (sum of exp(-(x - goal)^2) over an episode of at most "
                      f"{act.VICTIMS[act.TEST_TIME_ENV].episode_cap} steps) of the "
                      f"frozen greedy victim, mean over {r['goals_per_seed']} goals per victim, {len(r['seeds'])} "
-                     "held-out victim seeds. The exploiter baselines evolve the exploiter alone, against victims trained "
-                     "with a fixed random message function or with a silent channel (zeros in the message inputs).",
+                     "held-out victim seeds. The exploiter baselines evolve the exploiter alone, against victims "
+                     "trained with a fixed random message function or with a silent channel (zeros in the message "
+                     "inputs).",
                      "", *_table("condition", rows), "", *_verdicts(rows, pairs["test-time"], r["env"]), "",
                      _backdoor_verdict(rows, joint, baselines, r["env"]), "",
                      f"![controlled episode]({plots_dir.name}/test_time_episode.png)", ""]
@@ -263,8 +264,8 @@ def _too_few(rows: dict, env_name: str) -> str | None:
     """Why `rows` give no verdict: fewer fresh victims than a verdict on `env_name` needs (`act.Victim.victims`: on
     32 victims Pendulum-v1's verdicts moved with the CPU model and the seed set); None where there are enough."""
     victims, needed = min(s["n"] for s in rows.values()), act.victim_of(env_name).victims
-    return None if victims >= needed else (f"No verdicts: {victims} held-out victims, and a verdict on {env_name} needs "
-                                           f"at least {needed} (`--victims`).")
+    return None if victims >= needed else (f"No verdicts: {victims} held-out victims, and a verdict on {env_name} "
+                                           f"needs at least {needed} (`--victims`).")
 
 
 def _verdicts(rows: dict, pairs: list[tuple[str, str]], env_name: str) -> list[str]:

@@ -106,8 +106,8 @@ def render(report: Path) -> Path:
         "were its own (1: it never takes the other's coin; 0.5: it does not care whose coin it takes). Every "
         "meta-episode starts a fresh opponent, so a change in the opponent's numbers over training is M-FOS's "
         "doing, but these numbers do not say how: by shaping how the opponent learns, or by its own play "
-        "within each episode (reaching coins of either colour first). A change is the mean over seeds of a seed's last minus its first, with its paired 95% CI; the "
-        "summary above says which changes hold.", "",
+        "within each episode (reaching coins of either colour first). A change is the mean over seeds of a seed's "
+        "last minus its first, with its paired 95% CI; the summary above says which changes hold.", "",
         f"![learning]({stem.name}/learning.png)", "", *document.footer(report, STUDY),
     ]
     files.write_atomic(report, "\n".join(lines) + "\n")

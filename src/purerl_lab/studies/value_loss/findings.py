@@ -10,7 +10,7 @@ from __future__ import annotations
 from purerl import stats
 from purerl.meta import evolve_files
 from purerl_lab.publish import document, replication
-from purerl_lab.studies.value_loss import replicated
+from purerl_lab.studies.value_loss import replicated, tuning
 
 # The walkthrough's evolution (luchris429/purejaxrl examples/walkthrough.ipynb): population 128 x 512 generations x
 # 2 runs of 5e5 env steps; each report's own budget is compared with it, from the report's inputs
@@ -69,7 +69,8 @@ def evolution_lines(record: dict, artefacts: str) -> list[str]:
             f"- **Tuned L2** (`tuned_l2`): L2 at the value coefficient with the highest mean fitness over "
             f"{tuned['runs']} training runs of {tuned['total_timesteps']:,} env steps on the keys the evolutions' "
             f"fitness trained on (ES seeds {', '.join(map(str, tuned['es_seeds']))}, generation by generation; no "
-            f"held-out seed), chosen before any held-out run from vf_coef = {', '.join(f'{c:g}' for c in tuned['grid'])}"
+            f"held-out seed), chosen before any held-out run from vf_coef = "
+            f"{', '.join(f'{c:g}' for c in tuned['grid'])}"
             f"{_extended(tuned)}: **{tuned['vf_coef']:g}**{_edge(tuned)} (PPO's default is 0.5). Mean fitness per "
             "coefficient: "
             + ", ".join(f"{c:g}: {m:.1f}" for c, m in zip(tuned["grid"], tuned["mean_fitness"])) + ".")
@@ -87,7 +88,7 @@ def _extended(tuned: dict) -> str:
     """How far a tuning's grid grew past the one asked for, where its best lay at an edge ('' where it did not)."""
     added = [c for c in tuned["grid"] if c not in tuned.get("start_grid", tuned["grid"])]
     return (f", extended past its edge, where the best lay, to {', '.join(f'{c:g}' for c in added)} (a factor 2 at "
-            "a time, until the best lies inside or three were added)" if added else "")
+            f"a time, until the best lies inside or {tuning.EXTEND} were added)" if added else "")
 
 
 def _edge(tuned: dict) -> str:
